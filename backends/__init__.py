@@ -1,0 +1,100 @@
+"""Backend lookup: which array library an array belongs to, found without importing any.
+
+Each module here (``numpy``, ``array_api_strict``, ``torch``, ``jax``, ``tensorflow``) supplies
+only what the array API standard lacks: the namespace, ``stop_gradient``, ``write_rows`` (the
+one mutation primitive), dtypes, devices and laziness (tracers). The core asks
+:func:`backend_of` for the backend of its input arrays on every call, so one process can mix
+backends freely and no global switch exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import ModuleType
+from typing import Any
+
+__all__ = ["BACKEND_NAMES", "backend_of", "get_backend", "MixedBackendsError"]
+
+BACKEND_NAMES = ("numpy", "array_api_strict", "torch", "jax", "tensorflow")
+
+# Root module of an array's type -> backend name. Reading ``type(x).__module__`` never imports
+# a framework: an array of a framework exists only if the user imported that framework.
+_ROOT_TO_BACKEND = {
+    "numpy": "numpy",
+    "array_api_strict": "array_api_strict",
+    "torch": "torch",
+    "jax": "jax",
+    "jaxlib": "jax",
+    "tensorflow": "tensorflow",
+}
+
+_lock = threading.Lock()
+_loaded: dict[str, ModuleType] = {}
+
+
+class MixedBackendsError(TypeError):
+    """Arrays of two array libraries were passed to one call."""
+
+
+def get_backend(name: str) -> ModuleType:
+    """Return the backend module called ``name`` (imported once, thread-safely)."""
+    if name not in BACKEND_NAMES:
+        raise ValueError(
+            f"Unknown backend {name!r}. Expected one of {BACKEND_NAMES}. "
+            "Pass arrays of one of these libraries."
+        )
+    module = _loaded.get(name)
+    if module is None:
+        with _lock:
+            module = _loaded.get(name)
+            if module is None:
+                module = importlib.import_module(f"{__name__}.{name}")
+                _loaded[name] = module
+    return module
+
+
+def _name_of(array: Any) -> str | None:
+    root = type(array).__module__.partition(".")[0]
+    return _ROOT_TO_BACKEND.get(root)
+
+
+def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> ModuleType:
+    """Return the backend module shared by ``arrays``; ``None`` entries are skipped.
+
+    Parameters
+    ----------
+    *arrays : arrays of one library, or None
+    names : tuple of str, optional
+        Argument names, used only to say which arguments disagree in the error.
+
+    Raises
+    ------
+    MixedBackendsError
+        If the arrays come from two libraries (e.g. a torch tensor and a jax array).
+    TypeError
+        If an argument is not an array of a supported library.
+    """
+    found: dict[str, str] = {}
+    for position, array in enumerate(arrays):
+        if array is None:
+            continue
+        label = names[position] if names else f"argument {position}"
+        name = _name_of(array)
+        if name is None:
+            raise TypeError(
+                f"{label} is a {type(array).__module__}.{type(array).__qualname__}; expected an "
+                f"array of one of {BACKEND_NAMES}. Convert it, e.g. numpy.asarray(x) or "
+                "torch.as_tensor(x)."
+            )
+        found.setdefault(name, label)
+    if len(found) > 1:
+        detail = ", ".join(f"{label} is {name}" for name, label in found.items())
+        raise MixedBackendsError(
+            f"Arrays from different libraries were mixed in one call ({detail}). Expected every "
+            "array argument (and the loss state) to come from one library. Convert them to one "
+            "framework before the call, e.g. torch.as_tensor(numpy_array)."
+        )
+    if not found:
+        raise TypeError("No array was passed; expected at least one array argument.")
+    return get_backend(next(iter(found)))

@@ -1,0 +1,46 @@
+"""JAX backend: functional row writes (in place under ``jit`` with donated buffers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as namespace
+import numpy as np
+
+name = "jax"
+has_autodiff = True
+
+
+def _index_dtype() -> Any:
+    return namespace.int64 if jax.config.read("jax_enable_x64") else namespace.int32
+
+
+def __getattr__(attribute: str) -> Any:
+    # index_dtype follows the x64 flag, which may be switched after this module is imported.
+    if attribute == "index_dtype":
+        return _index_dtype()
+    raise AttributeError(attribute)
+
+
+def stop_gradient(x: Any) -> Any:
+    return jax.lax.stop_gradient(x)
+
+
+def write_rows(table: Any, index: Any, rows: Any) -> Any:
+    """Return ``table.at[index].set(rows)``; rebinding lets XLA reuse a donated buffer."""
+    return table.at[index].set(rows.astype(table.dtype), unique_indices=False)
+
+
+def device(x: Any) -> Any:
+    if isinstance(x, jax.core.Tracer):
+        return None
+    return next(iter(x.devices()))
+
+
+def is_lazy(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return np.asarray(x)

@@ -1,0 +1,35 @@
+"""NumPy backend: the reference for values and state (no autodiff)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat.numpy as namespace
+import numpy as np
+
+name = "numpy"
+has_autodiff = False
+index_dtype = namespace.int64
+
+
+def stop_gradient(x: Any) -> Any:
+    return x
+
+
+def write_rows(table: Any, index: Any, rows: Any) -> Any:
+    """Return ``table`` with ``table[index] = rows``; copies, so the old table stays valid."""
+    out = np.array(table, copy=True)
+    out[np.asarray(index)] = np.asarray(rows, dtype=out.dtype)
+    return out
+
+
+def device(x: Any) -> Any:
+    return "cpu"
+
+
+def is_lazy(x: Any) -> bool:
+    return False
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return np.asarray(x)

@@ -1,0 +1,99 @@
+"""The state model: declared per-sample tables and the one way to update them.
+
+A loss declares its state as :class:`StateField` entries (shape in terms of its sizes, kind of
+dtype, initial value). The adapters allocate those fields in framework-native containers; the
+core gathers rows with ``take``, computes new rows and writes them back with
+:func:`write_rows`, so a step costs O(batch) whatever ``num_samples`` is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "StateField",
+    "allocate_state",
+    "masked_mean",
+    "last_occurrence",
+    "write_rows",
+    "state_to_numpy",
+]
+
+Array = Any
+
+
+class StateField(NamedTuple):
+    """Declaration of one state array.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        Fixed at construction, e.g. ``(num_samples,)``.
+    kind : {"float", "int"}
+        ``"float"`` fields take the loss's state dtype; ``"int"`` fields are int32 counters.
+    fill : float
+        Initial value of every entry.
+    """
+
+    shape: tuple[int, ...]
+    kind: str = "float"
+    fill: float = 0.0
+
+
+def allocate_state(fields: dict[str, StateField], *, xp: Any, dtype: Any, device: Any = None,
+                   ) -> dict[str, Array]:
+    """Allocate every declared field with ``xp.full`` (used by the neutral and JAX paths)."""
+    out = {}
+    for name, field in fields.items():
+        field_dtype = dtype if field.kind == "float" else xp.int32
+        if device is None:
+            out[name] = xp.full(field.shape, field.fill, dtype=field_dtype)
+        else:
+            out[name] = xp.full(field.shape, field.fill, dtype=field_dtype, device=device)
+    return out
+
+
+def masked_mean(values: Array, mask: Array, *, axis: int | None = None, xp: Any) -> Array:
+    """Mean of ``values`` where ``mask`` is 1; 0 (not NaN) where the mask is empty.
+
+    ``mask`` holds 0.0/1.0 floats of the dtype of ``values``; the result never divides by zero,
+    so a batch without positives gives a defined, finite value and gradient.
+    """
+    count = xp.sum(mask, axis=axis)
+    total = xp.sum(values * mask, axis=axis)
+    return total / xp.maximum(count, xp.ones_like(count))
+
+
+def last_occurrence(index: Array, *, xp: Any) -> Array:
+    """For each position, the position of the last entry with the same index value.
+
+    ``index`` has shape (B,). The result (B,) lets callers make the rows of a duplicated index
+    identical before a scatter, which is what makes :func:`write_rows` deterministic.
+    O(B^2) comparisons, no data-dependent shapes (jit-safe).
+    """
+    batch = index.shape[0]
+    positions = xp.arange(batch, dtype=index.dtype)
+    same = xp.expand_dims(index, 1) == xp.expand_dims(index, 0)
+    marked = xp.where(same, xp.expand_dims(positions, 0), xp.zeros_like(same, dtype=index.dtype))
+    return xp.max(marked, axis=1)
+
+
+def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any) -> Array:
+    """Return ``table`` with ``table[index[k]] = rows[k]``; callers must rebind the result.
+
+    Duplicate-index rule: when an index value appears several times in one batch, the row at
+    its **last** position wins. The rule is applied here, before the backend's scatter, by
+    giving every duplicate the row of its last position, so the scatter writes equal values
+    and every backend (numpy, torch, JAX, TensorFlow, on CPU or GPU) produces the same table.
+    On torch and TensorFlow variables the write is in place; on JAX it is ``.at[].set``, in
+    place under ``jit`` with donated buffers.
+    """
+    rows = xp.take(rows, last_occurrence(index, xp=xp), axis=0)
+    return backend.write_rows(table, index, xp.astype(rows, table.dtype))
+
+
+def state_to_numpy(state: Any, backend: Any) -> dict[str, np.ndarray]:
+    """Export a state NamedTuple as a dict of numpy arrays (no pickle)."""
+    return {name: backend.to_numpy(value) for name, value in state._asdict().items()}

@@ -1,0 +1,102 @@
+r"""Pairwise surrogate losses :math:`\ell(t)` of a score difference :math:`t = s_i - s_j`.
+
+Every AUC-family loss compares a positive's score with another score through one of these
+functions; each is non-increasing in :math:`t`, so a larger gap lowers the loss.
+
+=================  ==========================================================================
+name               :math:`\ell(t)` with margin :math:`m` and scale :math:`s`
+=================  ==========================================================================
+``squared_hinge``  :math:`\max(m - t, 0)^2` (the default everywhere)
+``hinge``          :math:`\max(m - t, 0)`
+``squared``        :math:`(m - t)^2`
+``logistic``       :math:`\log(1 + e^{-s t})`, computed stably as a softplus
+``barrier_hinge``  :math:`\max(-s(m + t) + m,\ \max(m - t,\ s(t - m)))`
+=================  ==========================================================================
+
+LibAUC passes its ``margin`` as the logistic scale and cannot pass a scale to
+``barrier_hinge`` at all; xrisk keeps ``margin`` and ``scale`` apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SURROGATES", "surrogate_loss", "check_surrogate"]
+
+Array = Any
+
+
+def _squared_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
+    gap = xp.maximum(margin - t, xp.zeros_like(t))
+    return gap * gap
+
+
+def _hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
+    return xp.maximum(margin - t, xp.zeros_like(t))
+
+
+def _squared(t: Array, margin: float, scale: float, xp: Any) -> Array:
+    gap = margin - t
+    return gap * gap
+
+
+def _logistic(t: Array, margin: float, scale: float, xp: Any) -> Array:
+    # softplus(z) = max(z, 0) + log1p(exp(-|z|)): never overflows (LibAUC's log(1+exp) does).
+    z = -scale * t
+    return xp.maximum(z, xp.zeros_like(z)) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+def _barrier_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
+    inner = xp.maximum(margin - t, scale * (t - margin))
+    return xp.maximum(-scale * (margin + t) + margin, inner)
+
+
+SURROGATES: dict[str, Callable[[Array, float, float, Any], Array]] = {
+    "squared_hinge": _squared_hinge,
+    "hinge": _hinge,
+    "squared": _squared,
+    "logistic": _logistic,
+    "barrier_hinge": _barrier_hinge,
+}
+
+
+def check_surrogate(name: object) -> str:
+    """Return ``name`` if it names a surrogate, else raise a ValueError that lists them."""
+    if not isinstance(name, str) or name not in SURROGATES:
+        raise ValueError(
+            f"Unknown surrogate={name!r}. Expected one of {sorted(SURROGATES)}. "
+            "Fix: pass one of these names, e.g. surrogate='squared_hinge'."
+        )
+    return name
+
+
+def surrogate_loss(
+    name: str, t: Array, *, margin: float = 1.0, scale: float = 1.0, xp: Any
+) -> Array:
+    """Apply the surrogate ``name`` elementwise to score differences ``t``.
+
+    Parameters
+    ----------
+    name : str
+        One of ``squared_hinge``, ``hinge``, ``squared``, ``logistic``, ``barrier_hinge``.
+    t : array, any shape
+        Score differences :math:`s_i - s_j`.
+    margin : float
+        Margin :math:`m` (hinge family, squared, barrier_hinge).
+    scale : float
+        Scale :math:`s` (logistic, barrier_hinge).
+    xp : namespace
+        Array namespace of ``t``.
+
+    Returns
+    -------
+    array, same shape as ``t``
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> surrogate_loss("squared_hinge", np.array([0.0, 0.5, 2.0]), xp=xp)
+    array([1.  , 0.25, 0.  ])
+    """
+    return SURROGATES[check_surrogate(name)](t, margin, scale, xp)
