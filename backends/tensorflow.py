@@ -1,0 +1,150 @@
+"""TensorFlow backend, with the array-API shim the core needs (array-api-compat has none).
+
+The shim :data:`namespace` exposes exactly :data:`SHIM_FUNCTIONS`: the functions the core
+calls, with array-API semantics. ``tests/test_backends.py`` checks that list against the
+``xp.<name>`` calls found in ``xrisk_core``, so the shim grows only with the core.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+name = "tensorflow"
+has_autodiff = True
+index_dtype = tf.int64
+
+
+def _like(value: Any, other: Any) -> Any:
+    """Python scalars take the dtype of the array they meet (array-API promotion)."""
+    if isinstance(value, int | float | bool) and hasattr(other, "dtype"):
+        return tf.constant(value, dtype=other.dtype)
+    return value
+
+
+def _pair(x: Any, y: Any) -> tuple[Any, Any]:
+    return _like(x, y), _like(y, x)
+
+
+def asarray(obj: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.convert_to_tensor(obj, dtype=dtype)
+
+
+def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
+    return tf.cast(x, dtype)
+
+
+def where(condition: Any, x1: Any, x2: Any) -> Any:
+    x1, x2 = _pair(x1, x2)
+    return tf.where(condition, x1, x2)
+
+
+def take(x: Any, indices: Any, axis: int | None = None) -> Any:
+    return tf.gather(x, indices, axis=axis or 0)
+
+
+def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    return tf.reduce_sum(x, axis=axis, keepdims=keepdims)
+
+
+def max(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    return tf.reduce_max(x, axis=axis, keepdims=keepdims)
+
+
+def maximum(x1: Any, x2: Any) -> Any:
+    return tf.maximum(*_pair(x1, x2))
+
+
+def clip(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    if min is not None:
+        x = tf.maximum(x, _like(min, x))
+    if max is not None:
+        x = tf.minimum(x, _like(max, x))
+    return x
+
+
+def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
+    return tf.pow(*_pair(x1, x2))
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.fill(shape, tf.constant(fill_value, dtype=dtype or tf.float32))
+
+
+def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.zeros(shape, dtype=dtype or tf.float32)
+
+
+def zeros_like(x: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.zeros_like(x, dtype=dtype)
+
+
+def ones_like(x: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.ones_like(x, dtype=dtype)
+
+
+def arange(stop: int, dtype: Any = None, device: Any = None) -> Any:
+    return tf.range(stop, dtype=dtype or tf.int64)
+
+
+def expand_dims(x: Any, axis: int) -> Any:
+    return tf.expand_dims(x, axis)
+
+
+def reshape(x: Any, shape: Any, copy: bool | None = None) -> Any:
+    return tf.reshape(x, shape)
+
+
+_KINDS = {
+    "real floating": lambda d: d.is_floating,
+    "integral": lambda d: d.is_integer,
+    "bool": lambda d: d == tf.bool,
+}
+
+
+def isdtype(dtype: Any, kind: str) -> bool:
+    return bool(_KINDS[kind](tf.as_dtype(dtype)))
+
+
+SHIM_FUNCTIONS = (
+    "abs", "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "float64",
+    "full", "int32", "isdtype", "log1p", "max", "maximum", "ones_like", "pow", "reshape",
+    "sqrt", "sum", "take", "where", "zeros", "zeros_like",
+)
+
+_DIRECT = {"abs": tf.abs, "exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
+           "float32": tf.float32, "float64": tf.float64, "int32": tf.int32}
+
+namespace = SimpleNamespace(
+    **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}
+)
+
+
+def stop_gradient(x: Any) -> Any:
+    return tf.stop_gradient(x)
+
+
+def write_rows(table: Any, index: Any, rows: Any) -> Any:
+    """Write rows at ``index``: in place on a ``tf.Variable``, functionally on a tensor."""
+    indices = tf.expand_dims(tf.cast(index, tf.int64), 1)
+    rows = tf.cast(rows, table.dtype)
+    if isinstance(table, tf.Variable):
+        table.scatter_nd_update(indices, rows)
+        return table
+    return tf.tensor_scatter_nd_update(table, indices, rows)
+
+
+def device(x: Any) -> Any:
+    return getattr(x, "device", None)
+
+
+def is_lazy(x: Any) -> bool:
+    # Inside tf.function values are symbolic; eager tensors and variables are concrete.
+    return not tf.executing_eagerly()
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return np.asarray(x.numpy() if hasattr(x, "numpy") else x)

@@ -1,0 +1,140 @@
+r"""AUROC by the AUC-margin min-max objective (AUC-M), optimized with PESG.
+
+.. math::
+
+    \min_{w,a,b}\max_{\alpha\ge 0}\;
+    \mathbb E_+[(s-a)^2] + \mathbb E_-[(s-b)^2] + 2\alpha\,(m + \mathbb E_-[s] - \mathbb E_+[s])
+    - \alpha^2
+
+(the paper's form with :math:`\alpha \to 2\alpha`, as LibAUC implements it). ``a``, ``b`` and
+``alpha`` are trainable auxiliaries (parameters, not state); the optimizer
+(:class:`xrisk.optim.PESG`) descends on w, a, b and ascends on α.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .._state import StateField, masked_mean
+from .._validation import check_choice, check_fraction, check_positive
+from ._base import LossDefinition, NoState
+
+__all__ = ["AUCMLoss", "AUCMParams"]
+
+Array = Any
+
+
+class AUCMParams(NamedTuple):
+    """Trainable auxiliaries of :class:`AUCMLoss`, each a scalar (shape ())."""
+
+    a: Array  #: () — estimate of the mean positive score
+    b: Array  #: () — estimate of the mean negative score
+    alpha: Array  #: () — dual variable, kept >= 0 by the optimizer
+
+
+class AUCMLoss(LossDefinition):
+    r"""AUC-margin loss (min-max), versions ``"v1"`` and ``"v2"``.
+
+    Parameters
+    ----------
+    margin : float, default 1.0
+        Margin :math:`m` (scores are expected in [0, 1], e.g. sigmoid outputs).
+    version : {"v1", "v2"}, default "v1"
+        ``"v1"`` weighs the terms by the positive ratio p; ``"v2"`` uses class-conditional
+        means and suits a :class:`DualSampler` with a fixed positive share.
+    imratio : float or None, default None
+        Positive ratio p of v1. ``None`` uses the ratio of each batch (LibAUC's default);
+        a number is used as given (LibAUC 2.0.1 silently ignores it, bug B3).
+
+    Notes
+    -----
+    With :math:`\mathbb 1_+`, :math:`\mathbb 1_-` the class masks and means over the batch:
+
+    v1: :math:`(1-p)\,\overline{(s-a)^2\mathbb 1_+} + p\,\overline{(s-b)^2\mathbb 1_-}
+    + 2\alpha\,(p(1-p)m + \overline{p\,s\,\mathbb 1_- - (1-p)\,s\,\mathbb 1_+})
+    - p(1-p)\alpha^2`
+
+    v2: :math:`\mathbb E_+[(s-a)^2] + \mathbb E_-[(s-b)^2]
+    + 2\alpha\,(m + \mathbb E_-[s] - \mathbb E_+[s]) - \alpha^2`
+
+    v2 is the intended math, not LibAUC 2.0.1's (bug B1, issue #74, whose cross term is
+    :math:`(n_-/n)\mathbb E_-[s] - \mathbb E_+[s]`): for s = [0.1, 0.4, 0.35, 0.8],
+    y = [0, 0, 1, 1], a = 0.3, b = 0.2, α = 0.5 it gives 0.57625 (LibAUC: 0.45125).
+    Class means of an empty class are 0, so a one-class batch gives a finite loss (LibAUC:
+    NaN in v2). The value is a min-max objective and may be negative: monitor AUROC, not it.
+
+    References
+    ----------
+    Yuan, Yan, Sonka, Yang. "Large-scale Robust Deep AUC Maximization: A New Surrogate Loss
+    and Empirical Studies on Medical Image Classification", ICCV 2021.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> loss_fn = AUCMLoss(version="v2")
+    >>> params = AUCMParams(np.float64(0.3), np.float64(0.2), np.float64(0.5))
+    >>> value, _ = loss_fn.apply(loss_fn.init(xp=xp), np.array([0.1, 0.4, 0.35, 0.8]),
+    ...                          np.array([0, 0, 1, 1]), params=params)
+    >>> round(float(value), 5)
+    0.57625
+    """
+
+    params_type = AUCMParams
+
+    def __init__(
+        self, *, margin: float = 1.0, version: str = "v1", imratio: float | None = None
+    ) -> None:
+        self.margin = check_positive("AUCMLoss", "margin", margin)
+        self.version = check_choice("AUCMLoss", "version", version, ("v1", "v2"))
+        self.imratio = None if imratio is None else check_fraction("AUCMLoss", "imratio", imratio)
+
+    def param_fields(self) -> dict[str, StateField]:
+        return {"a": StateField(()), "b": StateField(()), "alpha": StateField(())}
+
+    def apply(
+        self, state: Any, scores: Array, labels: Array, index: Array | None = None, *,
+        params: Any = None,
+    ) -> tuple[Array, Any]:
+        """Return ``(loss, state)``; the state is empty and returned unchanged.
+
+        Parameters
+        ----------
+        state : NoState
+        scores : array, shape (B,) or (B, 1), floating
+        labels : array, shape (B,) or (B, 1), values in {0, 1}
+        index : ignored (accepted so every loss has one call signature)
+        params : AUCMParams
+            The scalars a, b, alpha (differentiable).
+
+        Returns
+        -------
+        loss : array, shape ()
+        state : NoState
+        """
+        if not isinstance(params, AUCMParams):
+            raise TypeError(
+                f"AUCMLoss: params is {type(params).__name__}; expected AUCMParams(a, b, alpha)."
+                " Fix: create them with loss_fn.init_params(xp=...)."
+            )
+        backend, xp, scores, positive, _ = self._prepare(state, params, scores, labels, None)
+        a, b, alpha = params
+        negative = 1 - positive
+        margin = self.margin
+        if self.version == "v2":
+            return (
+                masked_mean((scores - a) ** 2, positive, xp=xp)
+                + masked_mean((scores - b) ** 2, negative, xp=xp)
+                + 2 * alpha * (margin + masked_mean(scores, negative, xp=xp)
+                               - masked_mean(scores, positive, xp=xp))
+                - alpha * alpha
+            ), NoState()
+        batch = scores.shape[0]
+        p = xp.sum(positive) / batch if self.imratio is None else self.imratio
+        mean = lambda values: xp.sum(values) / batch  # noqa: E731  (mean over the whole batch)
+        return (
+            (1 - p) * mean((scores - a) ** 2 * positive)
+            + p * mean((scores - b) ** 2 * negative)
+            + 2 * alpha * (p * (1 - p) * margin
+                           + mean(p * scores * negative - (1 - p) * scores * positive))
+            - p * (1 - p) * alpha * alpha
+        ), NoState()
