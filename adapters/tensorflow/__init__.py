@@ -1,0 +1,14 @@
+"""xrisk for TensorFlow: ``tf.Module`` losses and optimizers for ``GradientTape`` loops.
+
+>>> import xrisk.tensorflow as xr                                  # doctest: +SKIP
+>>> loss_fn = xr.APLoss(num_samples=len(x_train))                  # doctest: +SKIP
+>>> optimizer = xr.SOAP(model.trainable_variables, lr=1e-3)        # doctest: +SKIP
+
+Same class names and constructor signatures as ``xrisk.torch`` and ``xrisk.jax``.
+"""
+
+from . import losses as _losses
+from .losses import *  # noqa: F403  (one class per entry of xrisk.LOSSES)
+from .optim import PESG, SOAP
+
+__all__ = [*_losses.__all__, "PESG", "SOAP"]

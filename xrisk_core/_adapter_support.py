@@ -1,0 +1,113 @@
+"""Framework-free helpers that the three adapters share (signatures, state export checks).
+
+The adapters build their loss classes from the registry :data:`xrisk.LOSSES`; these helpers
+keep the generated constructors and the state round trip identical in every framework.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .losses import LossDefinition
+
+__all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "build_loss_class",
+           "LossContainer"]
+
+#: Float dtypes a loss state may use, by name.
+DTYPE_NAMES = ("float32", "float64")
+
+
+def dtype_name(owner: str, dtype: Any) -> str:
+    """Return ``"float32"`` or ``"float64"`` for a dtype name or a framework dtype object."""
+    text = str(getattr(dtype, "name", dtype)).rpartition(".")[2].strip("'>")
+    if text not in DTYPE_NAMES:
+        raise ValueError(
+            f"{owner}: dtype={dtype!r}; expected one of {DTYPE_NAMES} (a name or the "
+            "framework's dtype). Fix: pass dtype='float32' (default) or dtype='float64'."
+        )
+    return text
+
+
+def checked_state_arrays(
+    definition: LossDefinition, arrays: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
+    """Validate an exported state dict against ``definition`` and return numpy arrays.
+
+    Raises ValueError naming missing or unexpected keys and wrong shapes; nothing is
+    loaded unless every array fits.
+    """
+    fields = {**definition.state_fields(), **definition.param_fields()}
+    missing = sorted(set(fields) - set(arrays))
+    unexpected = sorted(set(arrays) - set(fields))
+    if missing or unexpected:
+        raise ValueError(
+            f"{definition.name}: state keys missing {missing}, unexpected {unexpected}; "
+            f"expected exactly {sorted(fields)}. Fix: pass the dict from export_state() of "
+            "a loss built with the same arguments."
+        )
+    out = {}
+    for name, field in fields.items():
+        value = np.asarray(arrays[name])
+        if value.shape != field.shape:
+            raise ValueError(
+                f"{definition.name}: state[{name!r}] has shape {value.shape}; expected "
+                f"{field.shape}. Fix: build the loss with the arguments of the exported one "
+                f"({definition!r})."
+            )
+        out[name] = value
+    return out
+
+
+class LossContainer:
+    """Mixin of the torch and TensorFlow losses: views of their containers as core tuples.
+
+    The host class sets ``self.definition`` and holds one attribute per declared field.
+    """
+
+    definition: LossDefinition
+
+    @property
+    def state(self) -> Any:
+        """The current state as the core's NamedTuple of framework containers."""
+        names = self.definition.state_fields()
+        return self.definition.state_type(*(getattr(self, name) for name in names))
+
+    @property
+    def aux_params(self) -> Any:
+        """The trainable auxiliaries as the core's NamedTuple of framework containers."""
+        names = self.definition.param_fields()
+        return self.definition.params_type(*(getattr(self, name) for name in names))
+
+    def _hyperparameter(self, name: str) -> Any:
+        """Hyper-parameters (margin, gamma, ...) are read from the core definition."""
+        definition = self.__dict__.get("definition")
+        if definition is not None and not name.startswith("_") and hasattr(definition, name):
+            return getattr(definition, name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+
+def build_loss_class(definition_type: type[LossDefinition], base: type, *, framework: str,
+                     module: str) -> type:
+    """Create the adapter class for one registry entry.
+
+    The class has the definition's name, its docstring (after a line naming the framework)
+    and the constructor signature of the definition plus ``dtype`` and ``device``, so every
+    adapter exports the same names with the same signatures.
+    """
+    doc = (
+        f"{definition_type.__name__} for {framework}, built from "
+        f":class:`xrisk.{definition_type.__name__}` (the math and parameters below).\n\n"
+        + inspect.cleandoc(definition_type.__doc__ or "")
+    )
+    cls = type(definition_type.__name__, (base,),
+               {"definition_type": definition_type, "__doc__": doc, "__module__": module})
+    parameters = list(inspect.signature(definition_type).parameters.values())
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters += [inspect.Parameter("dtype", keyword, default="float32"),
+                   inspect.Parameter("device", keyword, default=None)]
+    cls.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return cls
