@@ -1,0 +1,156 @@
+"""``DualSampler``: binary mini-batches with a fixed number of positives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..metrics._inputs import binary_labels, preview
+from ._base import (
+    NEG_STREAM,
+    POS_STREAM,
+    BaseSampler,
+    check_count,
+    check_seed,
+    chunk,
+    cyclic_stream,
+    resolve_num_pos,
+)
+
+__all__ = ["DualSampler"]
+
+
+class DualSampler(BaseSampler):
+    """Batches of exactly ``num_pos`` positives followed by ``num_neg`` negatives.
+
+    Parameters
+    ----------
+    labels : array_like, shape (num_samples,) or (num_samples, 1)
+        Binary labels in {0, 1} (numpy, torch, TensorFlow or JAX array, or a list).
+    batch_size : int
+        Items per batch, ``num_pos + num_neg``; at most ``num_samples``.
+    sampling_rate : float, optional
+        Share of positives per batch, in (0, 1): ``num_pos = max(1, int(sampling_rate *
+        batch_size))``. Default 0.5 when ``num_pos`` is not given either.
+    num_pos : int, optional
+        Positives per batch, in ``[1, batch_size - 1]``; excludes ``sampling_rate``.
+    shuffle : bool, default True
+        If False, positives and negatives are visited in dataset order, cycle after cycle.
+    seed : int, default 2023
+        Seed of this sampler's generators (the global numpy RNG is never touched).
+
+    Notes
+    -----
+    An epoch has ``max(num_positives // num_pos, num_negatives // num_neg)`` batches
+    (LibAUC's length), so the larger share is seen about once and the other class is
+    recycled. Each class is read from a stream of cycles: every cycle is a fresh permutation of
+    the class, and a cycle's leftovers are used before the next cycle starts, so within a cycle
+    no item is lost or repeated (unlike LibAUC 2.0.1, bug B10). Each epoch starts a new stream
+    at its first cycle. No index repeats inside a batch unless a class has fewer items than the
+    batch asks for; then every item of that class appears ``k // n`` or ``k // n + 1`` times in
+    the batch (``k`` asked, ``n`` available), which also covers ``num_neg > num_negatives``
+    (LibAUC crashes there, bug B11).
+
+    Every batch is a pure function of ``(seed, epoch, position)``; see
+    :meth:`~xrisk.samplers.DualSampler.batch`, :meth:`set_epoch`, :meth:`state_dict`,
+    :meth:`shard`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xrisk.samplers import DualSampler
+    >>> labels = np.array([1, 1, 1] + [0] * 17)
+    >>> sampler = DualSampler(labels, 8, sampling_rate=0.25, seed=0)
+    >>> len(sampler), sampler.num_pos, sampler.num_neg
+    (2, 2, 6)
+    >>> batch = sampler.batch(0)
+    >>> batch.shape, labels[batch].tolist()
+    ((8,), [1, 1, 0, 0, 0, 0, 0, 0])
+    """
+
+    _owner = "DualSampler"
+
+    def __init__(
+        self,
+        labels: Any,
+        batch_size: int,
+        *,
+        sampling_rate: float | None = None,
+        num_pos: int | None = None,
+        shuffle: bool = True,
+        seed: int = 2023,
+    ) -> None:
+        owner = self._owner
+        y = binary_labels(owner, labels)
+        self.batch_size = check_count(owner, "batch_size", batch_size, minimum=2)
+        if self.batch_size > y.size:
+            raise ValueError(
+                f"{owner}: batch_size={self.batch_size} is larger than the data "
+                f"({y.size} labels); expected batch_size <= {y.size}. Fix: lower batch_size."
+            )
+        self.pos_index = np.flatnonzero(y == 1)
+        self.neg_index = np.flatnonzero(y == 0)
+        if self.pos_index.size == 0 or self.neg_index.size == 0:
+            raise ValueError(
+                f"{owner}: labels hold a single class {preview(np.unique(y))}; expected both "
+                "0 and 1. Fix: pass labels that contain positives and negatives."
+            )
+        self.num_pos = resolve_num_pos(
+            owner, self.batch_size, sampling_rate, num_pos, size_name="batch_size"
+        )
+        self.num_neg = self.batch_size - self.num_pos
+        self.num_samples = int(y.size)
+        self.shuffle = bool(shuffle)
+        self.seed = check_seed(owner, seed)
+        self._num_batches = max(
+            self.pos_index.size // self.num_pos, self.neg_index.size // self.num_neg, 1
+        )
+        self._cache: dict[int, np.ndarray] = {}
+        self._init_state()
+
+    def _num_global_batches(self) -> int:
+        return self._num_batches
+
+    def _plan(self, epoch: int) -> np.ndarray:
+        plan = self._cache.get(epoch)
+        if plan is None:
+            nb, common = self._num_batches, {"seed": self.seed}
+            plan = np.empty((nb, self.batch_size), dtype=np.int64)
+            plan[:, : self.num_pos] = cyclic_stream(
+                self.pos_index,
+                nb,
+                self.num_pos,
+                key=(epoch, POS_STREAM),
+                shuffle=self.shuffle,
+                **common,
+            )
+            plan[:, self.num_pos :] = cyclic_stream(
+                self.neg_index,
+                nb,
+                self.num_neg,
+                key=(epoch, NEG_STREAM),
+                shuffle=self.shuffle,
+                **common,
+            )
+            self._cache.clear()
+            self._cache[epoch] = plan
+        return plan
+
+    def _global_batch(self, epoch: int, position: int) -> tuple[np.ndarray, ...]:
+        return (self._plan(epoch)[position],)
+
+    def _global_epoch(self, epoch: int) -> tuple[np.ndarray, ...]:
+        return (self._plan(epoch),)
+
+    def _check_shardable(self, world_size: int) -> None:
+        for what, count in (("num_pos", self.num_pos), ("num_neg", self.num_neg)):
+            if count % world_size:
+                raise self._even_split_error(what, count, world_size)
+
+    def _split(self, parts: tuple[np.ndarray, ...], rank: int, world_size: int) -> tuple[Any, ...]:
+        batch = parts[0]
+        axis = batch.ndim - 1
+        pos = chunk(batch[..., : self.num_pos], axis, rank, world_size)
+        neg = chunk(batch[..., self.num_pos :], axis, rank, world_size)
+        return (np.concatenate([pos, neg], axis=axis),)
