@@ -27,13 +27,19 @@ __all__ = ["SURROGATES", "surrogate_loss", "check_surrogate"]
 Array = Any
 
 
+# Kinks are written with ``where`` rather than ``maximum``: frameworks split the gradient of
+# ``maximum`` at ties differently (0.5 each in torch and JAX, all to one side in TensorFlow),
+# while ``where`` picks one branch everywhere, so every backend returns the same subgradient.
+
+
 def _squared_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
-    gap = xp.maximum(margin - t, xp.zeros_like(t))
-    return gap * gap
+    gap = margin - t
+    return xp.where(gap > 0, gap * gap, xp.zeros_like(t))
 
 
 def _hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
-    return xp.maximum(margin - t, xp.zeros_like(t))
+    gap = margin - t
+    return xp.where(gap > 0, gap, xp.zeros_like(t))
 
 
 def _squared(t: Array, margin: float, scale: float, xp: Any) -> Array:
@@ -42,14 +48,20 @@ def _squared(t: Array, margin: float, scale: float, xp: Any) -> Array:
 
 
 def _logistic(t: Array, margin: float, scale: float, xp: Any) -> Array:
-    # softplus(z) = max(z, 0) + log1p(exp(-|z|)): never overflows (LibAUC's log(1+exp) does).
+    # softplus(z) in two overflow-free branches; each branch only sees its own half of z,
+    # so neither produces inf (nor a NaN gradient) where it is not selected.
     z = -scale * t
-    return xp.maximum(z, xp.zeros_like(z)) + xp.log1p(xp.exp(-xp.abs(z)))
+    zero = xp.zeros_like(z)
+    high = xp.where(z > 0, z, zero)
+    low = xp.where(z > 0, zero, z)
+    return xp.where(z > 0, high + xp.log1p(xp.exp(-high)), xp.log1p(xp.exp(low)))
 
 
 def _barrier_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
-    inner = xp.maximum(margin - t, scale * (t - margin))
-    return xp.maximum(-scale * (margin + t) + margin, inner)
+    hinge, rising = margin - t, scale * (t - margin)
+    inner = xp.where(hinge >= rising, hinge, rising)
+    barrier = -scale * (margin + t) + margin
+    return xp.where(barrier >= inner, barrier, inner)
 
 
 SURROGATES: dict[str, Callable[[Array, float, float, Any], Array]] = {

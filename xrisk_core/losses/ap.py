@@ -93,7 +93,7 @@ class APLoss(LossDefinition):
     >>> scores = np.array([0.9, 0.2, 0.6, 0.4]); labels = np.array([1, 0, 1, 0])
     >>> value, state = loss_fn.apply(state, scores, labels, np.array([0, 1, 2, 3]))
     >>> state.u_all[:4].round(4).tolist()
-    [0.7335, 0.0, 1.0935, 0.0]
+    [0.4118, 0.0, 0.8303, 0.0]
     """
 
     state_type = APState
