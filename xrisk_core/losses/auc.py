@@ -102,7 +102,8 @@ class AUCMLoss(LossDefinition):
         state : NoState
         scores : array, shape (B,) or (B, 1), floating
         labels : array, shape (B,) or (B, 1), values in {0, 1}
-        index : ignored (accepted so every loss has one call signature)
+        index : array, shape (B,), optional
+            Not used by AUC-M; accepted (and validated) so every loss has one signature.
         params : AUCMParams
             The scalars a, b, alpha (differentiable).
 
@@ -116,7 +117,8 @@ class AUCMLoss(LossDefinition):
                 f"AUCMLoss: params is {type(params).__name__}; expected AUCMParams(a, b, alpha)."
                 " Fix: create them with loss_fn.init_params(xp=...)."
             )
-        backend, xp, scores, positive, _ = self._prepare(state, params, scores, labels, None)
+        # index is unused but validated like every input (dtype, batch size, framework).
+        backend, xp, scores, positive, _ = self._prepare(state, params, scores, labels, index)
         a, b, alpha = params
         negative = 1 - positive
         margin = self.margin
