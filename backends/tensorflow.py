@@ -110,13 +110,13 @@ def isdtype(dtype: Any, kind: str) -> bool:
 
 
 SHIM_FUNCTIONS = (
-    "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "float64",
+    "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32",
     "full", "int32", "isdtype", "log1p", "max", "maximum", "ones_like", "pow", "reshape",
     "sqrt", "sum", "take", "where", "zeros", "zeros_like",
 )
 
 _DIRECT = {"exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
-           "float32": tf.float32, "float64": tf.float64, "int32": tf.int32}
+           "float32": tf.float32, "int32": tf.int32}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}

@@ -128,7 +128,7 @@ def test_batch_without_positives_is_finite_and_leaves_state(framework):
             s = torch.tensor(scores, requires_grad=True)
             value = loss_fn(s, torch.tensor(labels), torch.tensor(index))
             value.backward()
-            grad = s.grad.numpy()
+            value, grad = value.detach(), s.grad.numpy()
             exported = loss_fn.export_state()
         elif framework == "tensorflow":
             s = tf.constant(scores)
