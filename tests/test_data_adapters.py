@@ -1,0 +1,119 @@
+"""Framework faces of the samplers and datasets: torch DataLoader, tf.data, JAX iterators."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")  # before TensorFlow, as the project's conftest does
+
+from xrisk import samplers as core  # noqa: E402
+from xrisk.metrics import auroc  # noqa: E402
+
+LABELS = np.array([1] * 12 + [0] * 88)
+DATA = np.random.default_rng(0).normal(size=(100, 4))
+
+
+def test_core_imports_no_framework():
+    code = (
+        "import sys, xrisk.samplers, xrisk.metrics, xrisk.datasets\n"
+        "print(sorted(m for m in ('torch', 'tensorflow', 'jax') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_torch_dataloader_dual():
+    from torch.utils.data import DataLoader, Sampler
+    from xrisk.torch.data import DualSampler, IndexedDataset
+
+    sampler = DualSampler(torch.tensor(LABELS), 10, sampling_rate=0.3, seed=4)
+    assert isinstance(sampler, Sampler)
+    loader = DataLoader(IndexedDataset(DATA, LABELS), batch_sampler=sampler)
+    assert len(loader) == len(sampler)
+    reference = core.DualSampler(LABELS, 10, sampling_rate=0.3, seed=4).epoch_batches()
+    for (x, y, index), expected in zip(loader, reference, strict=True):
+        assert index.tolist() == expected.tolist()
+        assert y.tolist() == [1, 1, 1] + [0] * 7
+        np.testing.assert_allclose(x.numpy(), DATA[expected])
+    assert sampler.epoch == 1
+
+
+def test_torch_tri_and_random_batches():
+    from torch.utils.data import DataLoader
+    from xrisk.torch.data import IndexedDataset, RandomSampler, TriSampler
+
+    y = np.column_stack([LABELS, LABELS[::-1], np.roll(LABELS, 30)])
+    sampler = TriSampler(y, 5, num_sampled_tasks=2, num_pos=2, seed=1)
+    loader = DataLoader(IndexedDataset(DATA, y), batch_sampler=sampler)
+    x, labels, (index, task) = next(iter(loader))
+    assert x.shape == (10, 4) and index.shape == task.shape == (10,)
+    picked = labels[torch.arange(10), task]
+    assert picked.tolist() == [1, 1, 0, 0, 0] * 2
+    pairs = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 0, 1]])
+    ranking = TriSampler(pairs, 3, num_sampled_tasks=3, num_pos=1, mode="ranking", seed=0)
+    batch = next(iter(ranking))
+    assert len(batch) == 3 and batch[0][0].shape == (3,)
+    random_batches = list(RandomSampler(100, 32, seed=0))
+    assert len(random_batches) == 3 and all(len(b) == 32 for b in random_batches)
+    with pytest.raises(IndexError, match="beyond the data"):
+        IndexedDataset(DATA, LABELS)[100]
+
+
+def test_torch_sharded_samplers_union_is_global_batch():
+    from xrisk.torch.data import DualSampler
+
+    sampler = DualSampler(LABELS, 20, num_pos=4, seed=3)
+    ranks = [list(sampler.shard(r, 2)) for r in range(2)]
+    for position, (a, b) in enumerate(zip(*ranks, strict=True)):
+        assert sorted(a + b) == sorted(sampler.batch(position).tolist())
+        assert not set(a) & set(b)
+
+
+def test_tensorflow_sources():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tf = pytest.importorskip("tensorflow")
+    from xrisk.tensorflow.data import DualSampler, IndexedDataset, RandomSampler, TriSampler
+
+    sampler = DualSampler(LABELS, 10, num_pos=2, seed=4)
+    reference = core.DualSampler(LABELS, 10, num_pos=2, seed=4)
+    got = [b.numpy() for b in sampler.as_dataset()]
+    np.testing.assert_array_equal(np.stack(got), reference.epoch_batches(0))
+    second = [b.numpy() for b in sampler.as_dataset()]  # the next epoch
+    np.testing.assert_array_equal(np.stack(second), reference.epoch_batches(1))
+    x, y, index = next(iter(IndexedDataset(DATA, LABELS).as_dataset(DualSampler(LABELS, 10))))
+    assert x.dtype == tf.float64 and tuple(x.shape) == (10, 4)
+    np.testing.assert_allclose(x.numpy(), DATA[index.numpy()])
+    multi = np.column_stack([LABELS, LABELS[::-1]])
+    tri = TriSampler(multi, 4, num_pos=1, seed=2)
+    x, labels, (index, task) = next(iter(IndexedDataset(DATA, multi).as_dataset(tri)))
+    assert tuple(index.shape) == (8,) and tuple(task.shape) == (8,)
+    pairs = np.array([[0, 1, 1], [0, 2, 1], [1, 3, 1], [2, 0, 1]])
+    ranking = TriSampler(pairs, 3, num_sampled_tasks=3, num_pos=1, mode="ranking", seed=0)
+    items, queries = next(iter(ranking.as_dataset()))
+    assert tuple(items.shape) == (3, 3) and tuple(queries.shape) == (3,)
+    shard = RandomSampler(100, 20, seed=0).shard(1, 2)
+    assert [tuple(b.shape) for b in shard.as_dataset()] == [(10,)] * 5
+    assert auroc(tf.constant(LABELS), tf.constant(DATA[:, 0])) == pytest.approx(
+        auroc(LABELS, DATA[:, 0])
+    )
+
+
+def test_jax_iterators():
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from xrisk.jax.data import DualSampler, IndexedDataset, TriSampler
+
+    data = IndexedDataset(DATA, LABELS)
+    batches = list(data.batches(DualSampler(LABELS, 10, num_pos=5, seed=0)))
+    assert len(batches) == len(core.DualSampler(LABELS, 10, num_pos=5))
+    x, y, index = batches[0]
+    assert isinstance(x, type(jnp.zeros(1))) and x.shape == (10, 4)
+    assert y.tolist() == [1] * 5 + [0] * 5
+    multi = np.column_stack([LABELS, LABELS[::-1]])
+    _, _, (index, task) = next(IndexedDataset(DATA, multi).batches(TriSampler(multi, 4, num_pos=1)))
+    assert index.shape == task.shape == (8,)
