@@ -155,8 +155,12 @@ def cyclic_stream(
     the first ``per_draw % n`` items of one more).
     """
     size = pool.shape[0]
-    if per_draw > size:
-        return _overfull_draws(pool, num_draws, per_draw, seed=seed, key=key, shuffle=shuffle)
+    if per_draw > size:  # whole permutations side by side, cut to per_draw
+        copies = -(-per_draw // size)
+        rows = np.broadcast_to(pool, (num_draws * copies, size))
+        if shuffle:
+            rows = generator(seed, *key, 0).permuted(rows, axis=1)
+        return np.ascontiguousarray(rows).reshape(num_draws, copies * size)[:, :per_draw]
     total = num_draws * per_draw
     num_cycles = max(1, math.ceil(total / size))
     if num_cycles == 1:
@@ -171,23 +175,6 @@ def cyclic_stream(
             _keep_head_apart(perm, per_draw - leftover, stream[start - leftover : start])
         stream[start : start + size] = perm
     return stream[:total].reshape(num_draws, per_draw)
-
-
-def _overfull_draws(
-    pool: np.ndarray,
-    num_draws: int,
-    per_draw: int,
-    *,
-    seed: int,
-    key: tuple[int, ...],
-    shuffle: bool,
-) -> np.ndarray:
-    size = pool.shape[0]
-    copies = -(-per_draw // size)
-    rows = np.broadcast_to(pool, (num_draws * copies, size))
-    if shuffle:
-        rows = generator(seed, *key, 0).permuted(rows, axis=1)
-    return np.ascontiguousarray(rows).reshape(num_draws, copies * size)[:, :per_draw]
 
 
 class BaseSampler:
