@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import array_api_compat.torch as namespace
 import numpy as np
 import torch
 
 name = "torch"
 has_autodiff = True
-index_dtype = namespace.int64
+index_dtype = torch.int64
 
 
 def stop_gradient(x: Any) -> Any:

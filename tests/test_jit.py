@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
-from numpy.testing import assert_allclose
-
 import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
+from numpy.testing import assert_allclose
+
 from tests._cases import CASES
 
 
@@ -95,7 +95,7 @@ def test_jitted_optimizer_step_does_not_retrace_after_lr_changes(optimizer):
 
     opt_state = opt.init(params)
     grads = jax.tree.map(jnp.ones_like, params)
-    for step in range(3):
+    for _ in range(3):
         _, opt_state = update(grads, opt_state, params)
         opt_state = opt.update_regularizer(opt_state, decay_factor=2.0)
     assert len(traces) == 1

@@ -110,20 +110,28 @@ def check_batch(
     return scores, labels, index
 
 
+def _real(value: object) -> float | None:
+    """``value`` as a float if it is a finite real number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return None
+    number = float(value)
+    return number if np.isfinite(number) else None
+
+
 def check_positive(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:
     """Return ``value`` as float if it is a finite number > 0 (or >= 0); else ValueError."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
-    if ok and (value > 0 or (allow_zero and value == 0)):
-        return float(value)  # type: ignore[arg-type]
+    number = _real(value)
+    if number is not None and (number > 0 or (allow_zero and number == 0)):
+        return number
     bound = ">= 0" if allow_zero else "> 0"
     raise ValueError(f"{owner}: {name}={value!r}; expected a finite number {bound}.")
 
 
 def check_fraction(owner: str, name: str, value: object, *, closed_low: bool = False) -> float:
     """Return ``value`` as float if it lies in (0, 1] (or [0, 1]); else ValueError."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if ok and (0 < value <= 1 or (closed_low and value == 0)):  # type: ignore[operator]
-        return float(value)  # type: ignore[arg-type]
+    number = _real(value)
+    if number is not None and (0 < number <= 1 or (closed_low and number == 0)):
+        return number
     interval = "[0, 1]" if closed_low else "(0, 1]"
     raise ValueError(f"{owner}: {name}={value!r}; expected a number in {interval}.")
 

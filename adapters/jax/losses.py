@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import build_loss_class, checked_state_arrays, dtype_name
-from xrisk.losses import NoParams
+from xrisk.losses import NO_PARAMS
+
+import jax
+import jax.numpy as jnp
 
 __all__ = ["XRiskLoss", "StatefulLoss", *LOSSES]
 
@@ -51,12 +51,12 @@ class XRiskLoss:
 
     def apply(
         self, state: Any, scores: Any, labels: Any, index: Any = None, *,
-        params: Any = NoParams(),
+        params: Any = NO_PARAMS,
     ) -> tuple[jax.Array, Any]:
         """Pure step: ``(loss, new_state)``; see the class docstring for the math."""
         return self.definition.apply(state, scores, labels, index, params=params)
 
-    def export_state(self, state: Any, params: Any = NoParams()) -> dict[str, np.ndarray]:
+    def export_state(self, state: Any, params: Any = NO_PARAMS) -> dict[str, np.ndarray]:
         """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral)."""
         out = {name: np.asarray(value) for name, value in state._asdict().items()}
         out.update({name: np.asarray(value) for name, value in params._asdict().items()})

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import optax
-
 from xrisk import optim as core_optim
 from xrisk.losses import AUCMParams
 from xrisk.optim import OptimizerState
+
+import jax
 
 __all__ = ["SOAP", "PESG", "RuleTransformation"]
 

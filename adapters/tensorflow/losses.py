@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import tensorflow as tf
-
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import (
     LossContainer,
@@ -21,6 +19,8 @@ from xrisk._adapter_support import (
     checked_state_arrays,
     dtype_name,
 )
+
+import tensorflow as tf
 
 __all__ = ["XRiskLoss", *LOSSES]
 
@@ -80,6 +80,7 @@ class XRiskLoss(LossContainer, tf.Module):
 
 
 globals().update({
-    name: build_loss_class(definition, XRiskLoss, framework="TensorFlow (tf.Module)", module="xrisk.tensorflow")
+    name: build_loss_class(definition, XRiskLoss, framework="TensorFlow (tf.Module)",
+                           module="xrisk.tensorflow")
     for name, definition in LOSSES.items()
 })

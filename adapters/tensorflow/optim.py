@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import tensorflow as tf
-
 from xrisk import optim as core_optim
 from xrisk.optim import OptimizerState
+
+import tensorflow as tf
 
 __all__ = ["SOAP", "PESG"]
 

@@ -12,9 +12,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from torch import nn
-
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import (
     LossContainer,
@@ -22,6 +19,9 @@ from xrisk._adapter_support import (
     checked_state_arrays,
     dtype_name,
 )
+
+import torch
+from torch import nn
 
 __all__ = ["XRiskLoss", *LOSSES]
 
@@ -90,6 +90,7 @@ class XRiskLoss(LossContainer, nn.Module):
 
 
 globals().update({
-    name: build_loss_class(definition, XRiskLoss, framework="PyTorch (nn.Module)", module="xrisk.torch")
+    name: build_loss_class(definition, XRiskLoss, framework="PyTorch (nn.Module)",
+                           module="xrisk.torch")
     for name, definition in LOSSES.items()
 })

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import torch
-
 from xrisk import optim as core_optim
 from xrisk.optim import OptimizerState
+
+import torch
 
 __all__ = ["SOAP", "PESG"]
 

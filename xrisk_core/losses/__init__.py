@@ -4,12 +4,13 @@ Adding a loss: write its definition module here and add it to :data:`LOSSES`; ev
 (torch, TensorFlow, JAX) then exports a class of the same name and signature.
 """
 
-from ._base import LossDefinition, NoParams, NoState
+from ._base import NO_PARAMS, LossDefinition, NoParams, NoState
 from .ap import APLoss, APState
 from .auc import AUCMLoss, AUCMParams
 
 __all__ = [
     "LOSSES",
+    "NO_PARAMS",
     "LossDefinition",
     "NoParams",
     "NoState",

@@ -21,7 +21,7 @@ from .. import _validation
 from .._state import StateField, allocate_state
 from ..backends import backend_of
 
-__all__ = ["LossDefinition", "NoState", "NoParams"]
+__all__ = ["LossDefinition", "NoState", "NoParams", "NO_PARAMS"]
 
 Array = Any
 
@@ -32,6 +32,10 @@ class NoState(NamedTuple):
 
 class NoParams(NamedTuple):
     """Parameters of a loss without trainable auxiliaries."""
+
+
+#: The parameters of every loss without trainable auxiliaries.
+NO_PARAMS = NoParams()
 
 
 class LossDefinition:
@@ -86,7 +90,7 @@ class LossDefinition:
 
     def apply(
         self, state: Any, scores: Array, labels: Array, index: Array | None = None, *,
-        params: Any = NoParams(),
+        params: Any = NO_PARAMS,
     ) -> tuple[Array, Any]:
         """Return ``(loss, new_state)`` for one mini-batch."""
         raise NotImplementedError

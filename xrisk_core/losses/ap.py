@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from .._state import StateField, write_rows
 from .._validation import check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
-from ._base import LossDefinition, NoParams
+from ._base import NO_PARAMS, LossDefinition
 
 __all__ = ["APLoss", "APState"]
 
@@ -128,7 +128,7 @@ class APLoss(LossDefinition):
 
     def apply(
         self, state: APState, scores: Array, labels: Array, index: Array | None = None, *,
-        params: Any = NoParams(),
+        params: Any = NO_PARAMS,
     ) -> tuple[Array, APState]:
         """Return ``(loss, new_state)``; see the class docstring for the math.
 

@@ -4,7 +4,15 @@ from ._clipped import ClippedOptimizer, OptimizerState, update_lr, update_regula
 from .pesg import PESG
 from .soap import SOAP
 
-__all__ = ["OPTIMIZERS", "ClippedOptimizer", "OptimizerState", "PESG", "SOAP", "update_lr", "update_regularizer"]
+__all__ = [
+    "OPTIMIZERS",
+    "ClippedOptimizer",
+    "OptimizerState",
+    "PESG",
+    "SOAP",
+    "update_lr",
+    "update_regularizer",
+]
 
 #: Every optimizer rule, by public class name.
 OPTIMIZERS: dict[str, type[ClippedOptimizer]] = {"SOAP": SOAP, "PESG": PESG}
