@@ -127,7 +127,7 @@ def cyclic_stream(
 
     Parameters
     ----------
-    pool : numpy.ndarray of int64, shape (n,)
+    pool : numpy.ndarray of int, shape (n,)
         Distinct items (e.g. the dataset indices of one class), n > 0.
     num_draws, per_draw : int
         The result has shape ``(num_draws, per_draw)``.
@@ -140,7 +140,7 @@ def cyclic_stream(
 
     Returns
     -------
-    numpy.ndarray of int64, shape (num_draws, per_draw)
+    numpy.ndarray of the pool's dtype, shape (num_draws, per_draw)
         Items of ``pool``.
 
     Notes
@@ -166,7 +166,7 @@ def cyclic_stream(
     if num_cycles == 1:
         perm = generator(seed, *key, 0).permutation(pool) if shuffle else pool
         return perm[:total].reshape(num_draws, per_draw)
-    stream = np.empty(num_cycles * size, dtype=np.int64)
+    stream = np.empty(num_cycles * size, dtype=pool.dtype)
     for cycle in range(num_cycles):
         perm = generator(seed, *key, cycle).permutation(pool) if shuffle else pool
         start = cycle * size

@@ -89,8 +89,10 @@ class DualSampler(BaseSampler):
                 f"{owner}: batch_size={self.batch_size} is larger than the data "
                 f"({y.size} labels); expected batch_size <= {y.size}. Fix: lower batch_size."
             )
-        self.pos_index = np.flatnonzero(y == 1)
-        self.neg_index = np.flatnonzero(y == 0)
+        # int32 pools halve the memory traffic of the per-epoch shuffles; batches are int64
+        dtype = np.int32 if y.size < 2**31 else np.int64
+        self.pos_index = np.flatnonzero(y == 1).astype(dtype)
+        self.neg_index = np.flatnonzero(y == 0).astype(dtype)
         if self.pos_index.size == 0 or self.neg_index.size == 0:
             raise ValueError(
                 f"{owner}: labels hold a single class {preview(np.unique(y))}; expected both "
