@@ -7,6 +7,11 @@ from typing import Any
 import array_api_strict as namespace
 import numpy as np
 
+__all__ = [
+    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
+    "is_lazy", "to_numpy",
+]
+
 name = "array_api_strict"
 has_autodiff = False
 index_dtype = namespace.int64

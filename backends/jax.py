@@ -8,6 +8,11 @@ import jax
 import jax.numpy as namespace
 import numpy as np
 
+__all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
+    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
+    "is_lazy", "to_numpy",
+]
+
 name = "jax"
 has_autodiff = True
 

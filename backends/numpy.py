@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import array_api_compat.numpy as namespace
 import numpy as np
+
+__all__ = [
+    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
+    "is_lazy", "to_numpy",
+]
 
 name = "numpy"
 has_autodiff = False

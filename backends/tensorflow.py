@@ -13,6 +13,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+__all__ = [
+    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
+    "is_lazy", "to_numpy", "SHIM_FUNCTIONS",
+]
+
 name = "tensorflow"
 has_autodiff = True
 index_dtype = tf.int64

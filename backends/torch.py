@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import array_api_compat.torch as namespace
 import numpy as np
 import torch
+
+__all__ = [
+    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
+    "is_lazy", "to_numpy",
+]
 
 name = "torch"
 has_autodiff = True
