@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from .losses import LossDefinition
+from .optim import ClippedOptimizer
 
 __all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "build_loss_class",
-           "LossContainer"]
+           "LossContainer", "build_optimizer_class", "rule_from_arguments"]
 
 #: Float dtypes a loss state may use, by name.
 DTYPE_NAMES = ("float32", "float64")
@@ -111,3 +112,52 @@ def build_loss_class(definition_type: type[LossDefinition], base: type, *, frame
                    inspect.Parameter("device", keyword, default=None)]
     cls.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     return cls
+
+
+def build_optimizer_class(rule_type: type[ClippedOptimizer], base: type, *, framework: str,
+                          module: str) -> type:
+    """Create the adapter optimizer class for one entry of :data:`xrisk.OPTIMIZERS`.
+
+    Its signature is ``(params[, loss_fn], *, <the rule's hyper-parameters>)``; a rule that
+    reads its margin from the loss (PESG) takes ``loss_fn`` instead of ``margin``.
+    """
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter("params", positional)]
+    if rule_type.takes_loss:
+        parameters.append(inspect.Parameter("loss_fn", positional))
+    parameters += [p for name, p in inspect.signature(rule_type).parameters.items()
+                   if name not in rule_type.read_from_loss]
+    doc = (f"{rule_type.__name__} for {framework}, built from "
+           f":class:`xrisk.{rule_type.__name__}` (the update rule and parameters below).\n\n"
+           + inspect.cleandoc(rule_type.__doc__ or ""))
+    namespace = {"rule_type": rule_type, "__doc__": doc, "__module__": module,
+                 "__signature__": inspect.Signature(parameters)}
+    if hasattr(base, "__slots__"):
+        namespace["__slots__"] = ()
+    return type(rule_type.__name__, (base,), namespace)
+
+
+def rule_from_arguments(
+    cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+    loss_containers: tuple[str, ...] = ("a", "b", "alpha"),
+) -> tuple[Any, Any, ClippedOptimizer]:
+    """Bind an adapter constructor call: ``(params, loss_fn or None, core rule)``.
+
+    Unknown or missing arguments raise the ``TypeError`` of the signature (never swallowed).
+    ``loss_containers`` are the attributes a stateful adapter needs on the loss (JAX keeps
+    a, b, alpha in the parameter pytree and passes none).
+    """
+    arguments = dict(cls.__signature__.bind(*args, **kwargs).arguments)
+    params = arguments.pop("params")
+    loss_fn = arguments.pop("loss_fn", None)
+    rule_type = cls.rule_type
+    if rule_type.takes_loss:
+        needed = (*loss_containers, *rule_type.read_from_loss)
+        if not all(hasattr(loss_fn, name) for name in needed):
+            raise TypeError(
+                f"{rule_type.__name__}: loss_fn is {type(loss_fn).__name__}; expected an AUCMLoss "
+                f"(with {', '.join(needed)}). Fix: {rule_type.__name__}(params, "
+                "loss_fn=AUCMLoss(), ...)."
+            )
+        arguments.update({name: getattr(loss_fn, name) for name in rule_type.read_from_loss})
+    return params, loss_fn, rule_type(**arguments)

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xrisk import OPTIMIZERS
 from xrisk import optim as core_optim
+from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
 from xrisk.optim import OptimizerState
 
 import tensorflow as tf
 
-__all__ = ["SOAP", "PESG"]
+__all__ = ["XRiskOptimizer", *OPTIMIZERS]
 
 _BUFFERS = ("momentum", "second_moment", "max_second_moment", "reference", "iterate_sum")
 
@@ -34,16 +36,25 @@ def _as_variable(value: Any, owner: str) -> tf.Variable:
     )
 
 
-class _RuleOptimizer(tf.Module):
-    """A TensorFlow optimizer whose update is a core rule."""
+class XRiskOptimizer(tf.Module):
+    """A TensorFlow optimizer whose update is a core rule (``rule_type``).
 
-    def __init__(self, params: Iterable[Any], rule: core_optim.ClippedOptimizer) -> None:
-        owner = type(rule).__name__
-        super().__init__(name=owner)
+    Subclasses are generated from :data:`xrisk.OPTIMIZERS`. For PESG the loss's ``a`` and
+    ``b`` join the parameters and its ``alpha`` takes the rule's projected ascent (its
+    gradient, if given to ``apply_gradients``, is ignored).
+    """
+
+    rule_type: type[core_optim.ClippedOptimizer]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        params, loss_fn, rule = rule_from_arguments(type(self), args, kwargs)
+        super().__init__(name=rule.name)
         self.rule = rule
-        self.params = [_as_variable(p, owner) for p in params]
+        params = list(params) + ([] if loss_fn is None else [loss_fn.a, loss_fn.b])
+        self.params = [_as_variable(p, rule.name) for p in params]
         if not self.params:
-            raise ValueError(f"{owner}: got an empty parameter list.")
+            raise ValueError(f"{rule.name}: got an empty parameter list.")
+        self.alpha = None if loss_fn is None else _as_variable(loss_fn.alpha, rule.name)
         self._position = {p.ref(): i for i, p in enumerate(self.params)}
         with tf.init_scope():
             state = rule.init([tf.convert_to_tensor(p) for p in self.params])
@@ -77,7 +88,10 @@ class _RuleOptimizer(tf.Module):
     def _aligned_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> list[Any]:
         grads: list[Any] = [None] * len(self.params)
         for grad, var in grads_and_vars:
-            position = self._position.get(_as_variable(var, self.name).ref())
+            ref = _as_variable(var, self.name).ref()
+            if self.alpha is not None and ref == self.alpha.ref():
+                continue  # alpha takes the closed-form ascent, not its gradient
+            position = self._position.get(ref)
             if position is None:
                 raise ValueError(
                     f"{self.name}: got a gradient for variable {var.name!r}, which this optimizer "
@@ -87,14 +101,16 @@ class _RuleOptimizer(tf.Module):
             grads[position] = None if grad is None else tf.convert_to_tensor(grad)
         return grads
 
-    def _values(self) -> list[tf.Tensor]:
-        return [tf.convert_to_tensor(p) for p in self.params]
-
     def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> None:
         """One update from ``(gradient, variable)`` pairs; missing variables are left alone."""
-        updates, state = self.rule.update(
-            self._aligned_gradients(grads_and_vars), self._core_state(), self._values()
-        )
+        grads = self._aligned_gradients(grads_and_vars)
+        values = [tf.convert_to_tensor(p) for p in self.params]
+        if self.alpha is None:
+            updates, state = self.rule.update(grads, self._core_state(), values)
+        else:
+            updates, alpha_update, state = self.rule.update(
+                grads, self._core_state(), values, alpha=tf.convert_to_tensor(self.alpha))
+            self.alpha.assign_add(alpha_update)
         for variable, update in zip(self.params, updates, strict=True):
             variable.assign_add(update)
         self._store(state)
@@ -108,77 +124,8 @@ class _RuleOptimizer(tf.Module):
         self._store(core_optim.update_regularizer(self._core_state(), decay_factor))
 
 
-class SOAP(_RuleOptimizer):
-    __doc__ = core_optim.SOAP.__doc__
-
-    def __init__(
-        self,
-        params: Iterable[Any],
-        lr: float = 1e-3,
-        mode: str = "adam",
-        clip_value: float = 1.0,
-        weight_decay: float = 1e-5,
-        epoch_decay: float = 0.0,
-        momentum: float = 0.9,
-        nesterov: bool = False,
-        dampening: float = 0.1,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        amsgrad: bool = False,
-    ) -> None:
-        rule = core_optim.SOAP(
-            lr=lr, mode=mode, clip_value=clip_value, weight_decay=weight_decay,
-            epoch_decay=epoch_decay, momentum=momentum, nesterov=nesterov,
-            dampening=dampening, betas=betas, eps=eps, amsgrad=amsgrad,
-        )
-        super().__init__(params, rule)
-
-
-class PESG(_RuleOptimizer):
-    __doc__ = core_optim.PESG.__doc__
-
-    def __init__(
-        self,
-        params: Iterable[Any],
-        loss_fn: Any,
-        lr: float = 0.1,
-        mode: str = "sgd",
-        clip_value: float = 1.0,
-        weight_decay: float = 1e-5,
-        epoch_decay: float = 2e-3,
-        momentum: float = 0.9,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        amsgrad: bool = False,
-    ) -> None:
-        if not all(hasattr(loss_fn, name) for name in ("a", "b", "alpha", "margin")):
-            raise TypeError(
-                f"PESG: loss_fn is {type(loss_fn).__name__}; expected an AUCMLoss (with a, b, "
-                "alpha and margin). Fix: PESG(model.trainable_variables, loss_fn=AUCMLoss())."
-            )
-        rule = core_optim.PESG(
-            margin=loss_fn.margin, lr=lr, mode=mode, clip_value=clip_value,
-            weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
-            betas=betas, eps=eps, amsgrad=amsgrad,
-        )
-        alpha = _as_variable(loss_fn.alpha, "PESG")
-        # alpha is updated by the closed-form ascent, never from its gradient.
-        super().__init__([*params, loss_fn.a, loss_fn.b], rule)
-        self.alpha = alpha
-        self._position[alpha.ref()] = -1
-
-    def _aligned_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> list[Any]:
-        pairs = [(g, v) for g, v in grads_and_vars
-                 if _as_variable(v, "PESG").ref() != self.alpha.ref()]
-        return super()._aligned_gradients(pairs)
-
-    def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> None:
-        """Descent on the model and a, b; then the projected ascent on alpha."""
-        updates, alpha_update, state = self.rule.update(
-            self._aligned_gradients(grads_and_vars), self._core_state(), self._values(),
-            alpha=tf.convert_to_tensor(self.alpha),
-        )
-        for variable, update in zip(self.params, updates, strict=True):
-            variable.assign_add(update)
-        self.alpha.assign_add(alpha_update)
-        self._store(state)
+globals().update({
+    name: build_optimizer_class(rule, XRiskOptimizer, framework="TensorFlow (tf.Module)",
+                                module="xrisk.tensorflow")
+    for name, rule in OPTIMIZERS.items()
+})

@@ -8,8 +8,11 @@ Porting to JAX or TensorFlow changes only the import: ``xrisk.jax`` and ``xrisk.
 export the same names with the same constructor signatures.
 """
 
+from . import data as _data
 from . import losses as _losses
+from . import optim as _optim
+from .data import *  # noqa: F403  (samplers and the index-returning dataset)
 from .losses import *  # noqa: F403  (one class per entry of xrisk.LOSSES)
-from .optim import PESG, SOAP
+from .optim import *  # noqa: F403  (one class per entry of xrisk.OPTIMIZERS)
 
-__all__ = [*_losses.__all__, "PESG", "SOAP"]
+__all__ = [*_losses.__all__, *_optim.__all__, *_data.__all__]

@@ -8,33 +8,45 @@ The learning rate is ``param_groups[0]["lr"]``, so torch LR schedulers work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
+from xrisk import OPTIMIZERS
 from xrisk import optim as core_optim
+from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
 from xrisk.optim import OptimizerState
 
 import torch
 
-__all__ = ["SOAP", "PESG"]
+__all__ = ["XRiskOptimizer", *OPTIMIZERS]
 
 _BUFFERS = ("momentum", "second_moment", "max_second_moment", "reference", "iterate_sum")
 
 
-class _RuleOptimizer(torch.optim.Optimizer):
-    """A torch optimizer whose update is a core rule; one parameter group."""
+class XRiskOptimizer(torch.optim.Optimizer):
+    """A torch optimizer whose update is a core rule (``rule_type``); one parameter group.
 
-    def __init__(self, params: Iterable[Any], rule: core_optim.ClippedOptimizer) -> None:
+    Subclasses are generated from :data:`xrisk.OPTIMIZERS`. For PESG the loss's ``a`` and
+    ``b`` join the parameters and its ``alpha`` takes the rule's projected ascent.
+    """
+
+    rule_type: type[core_optim.ClippedOptimizer]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        params, loss_fn, rule = rule_from_arguments(type(self), args, kwargs)
         params = list(params)
         if any(isinstance(p, dict) for p in params):
             raise TypeError(
-                f"{type(self).__name__}: got parameter groups (dicts); expected one iterable of "
-                "tensors. Fix: pass model.parameters(); use one optimizer per group if groups "
-                "need different hyper-parameters."
+                f"{rule.name}: got parameter groups (dicts); expected one iterable of tensors. "
+                "Fix: pass model.parameters(); use one optimizer per group if groups need "
+                "different hyper-parameters."
             )
         if not params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list.")
+            raise ValueError(f"{rule.name}: got an empty parameter list.")
         self.rule = rule
+        self.alpha = None if loss_fn is None else loss_fn.alpha
+        if loss_fn is not None:
+            params += [loss_fn.a, loss_fn.b]
         super().__init__(params, {"lr": rule.lr})
         group = self.param_groups[0]
         group.setdefault("step", 0)
@@ -68,22 +80,23 @@ class _RuleOptimizer(torch.optim.Optimizer):
             for param, value in zip(group["params"], getattr(state, name)):
                 self.state[param][name] = value
 
-    def _apply(self, params: list[Any], updates: list[Any]) -> None:
-        for param, update in zip(params, updates, strict=True):
-            param.add_(update)
-
     @torch.no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient."""
+        """One update of every parameter that has a gradient (and of alpha, for PESG)."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         params = self.param_groups[0]["params"]
-        updates, state = self.rule.update(
-            [p.grad for p in params], self._core_state(), [p.detach() for p in params]
-        )
-        self._apply(params, updates)
+        grads, values = [p.grad for p in params], [p.detach() for p in params]
+        if self.alpha is None:
+            updates, state = self.rule.update(grads, self._core_state(), values)
+        else:
+            updates, alpha_update, state = self.rule.update(
+                grads, self._core_state(), values, alpha=self.alpha.detach())
+            self.alpha.add_(alpha_update)
+        for param, update in zip(params, updates, strict=True):
+            param.add_(update)
         self._store(state)
         return loss
 
@@ -97,75 +110,8 @@ class _RuleOptimizer(torch.optim.Optimizer):
             self._store(core_optim.update_regularizer(self._core_state(), decay_factor))
 
 
-class SOAP(_RuleOptimizer):
-    __doc__ = core_optim.SOAP.__doc__
-
-    def __init__(
-        self,
-        params: Iterable[Any],
-        lr: float = 1e-3,
-        mode: str = "adam",
-        clip_value: float = 1.0,
-        weight_decay: float = 1e-5,
-        epoch_decay: float = 0.0,
-        momentum: float = 0.9,
-        nesterov: bool = False,
-        dampening: float = 0.1,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        amsgrad: bool = False,
-    ) -> None:
-        rule = core_optim.SOAP(
-            lr=lr, mode=mode, clip_value=clip_value, weight_decay=weight_decay,
-            epoch_decay=epoch_decay, momentum=momentum, nesterov=nesterov,
-            dampening=dampening, betas=betas, eps=eps, amsgrad=amsgrad,
-        )
-        super().__init__(params, rule)
-
-
-class PESG(_RuleOptimizer):
-    __doc__ = core_optim.PESG.__doc__
-
-    def __init__(
-        self,
-        params: Iterable[Any],
-        loss_fn: Any,
-        lr: float = 0.1,
-        mode: str = "sgd",
-        clip_value: float = 1.0,
-        weight_decay: float = 1e-5,
-        epoch_decay: float = 2e-3,
-        momentum: float = 0.9,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-        amsgrad: bool = False,
-    ) -> None:
-        if not all(hasattr(loss_fn, name) for name in ("a", "b", "alpha", "margin")):
-            raise TypeError(
-                f"PESG: loss_fn is {type(loss_fn).__name__}; expected an AUCMLoss (with a, b, "
-                "alpha and margin). Fix: PESG(model.parameters(), loss_fn=AUCMLoss(), ...)."
-            )
-        rule = core_optim.PESG(
-            margin=loss_fn.margin, lr=lr, mode=mode, clip_value=clip_value,
-            weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
-            betas=betas, eps=eps, amsgrad=amsgrad,
-        )
-        self.alpha = loss_fn.alpha
-        super().__init__([*params, loss_fn.a, loss_fn.b], rule)
-
-    @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Descent on the model and a, b; then the projected ascent on alpha."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        params = self.param_groups[0]["params"]
-        updates, alpha_update, state = self.rule.update(
-            [p.grad for p in params], self._core_state(), [p.detach() for p in params],
-            alpha=self.alpha.detach(),
-        )
-        self._apply(params, updates)
-        self.alpha.add_(alpha_update)
-        self._store(state)
-        return loss
+globals().update({
+    name: build_optimizer_class(rule, XRiskOptimizer, framework="PyTorch (torch.optim)",
+                                module="xrisk.torch")
+    for name, rule in OPTIMIZERS.items()
+})

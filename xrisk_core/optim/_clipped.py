@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from .._validation import check_choice, check_positive
 from ..backends import backend_of
@@ -53,6 +53,10 @@ class ClippedOptimizer:
     """
 
     sgd_rule = "heavy_ball"  # or "ema" (PESG)
+    #: Whether the adapters' constructors take the loss (PESG: its a, b, alpha and margin).
+    takes_loss: ClassVar[bool] = False
+    #: Hyper-parameters the adapters read from the loss instead of taking them.
+    read_from_loss: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -88,6 +92,10 @@ class ClippedOptimizer:
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = check_positive(owner, "eps", eps)
         self.amsgrad = bool(amsgrad)
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
 
     @property
     def _uses_momentum_buffer(self) -> bool:

@@ -65,6 +65,8 @@ class PESG(ClippedOptimizer):
     """
 
     sgd_rule = "ema"
+    takes_loss = True
+    read_from_loss = ("margin",)
 
     def __init__(
         self,
