@@ -80,7 +80,8 @@ def last_occurrence(index: Array, *, xp: Any) -> Array:
     return xp.max(marked, axis=1)
 
 
-def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any) -> Array:
+def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any,
+               last: Array | None = None) -> Array:
     """Return ``table`` with ``table[index[k]] = rows[k]``; callers must rebind the result.
 
     Duplicate-index rule: when an index value appears several times in one batch, the row at
@@ -88,9 +89,12 @@ def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any
     giving every duplicate the row of its last position, so the scatter writes equal values
     and every backend (numpy, torch, JAX, TensorFlow, on CPU or GPU) produces the same table.
     On torch and TensorFlow variables the write is in place; on JAX it is ``.at[].set``, in
-    place under ``jit`` with donated buffers.
+    place under ``jit`` with donated buffers. ``last`` may pass ``last_occurrence(index)``
+    when several tables are written with one index, so it is computed once.
     """
-    rows = xp.take(rows, last_occurrence(index, xp=xp), axis=0)
+    if last is None:
+        last = last_occurrence(index, xp=xp)
+    rows = xp.take(rows, last, axis=0)
     return backend.write_rows(table, index, xp.astype(rows, table.dtype))
 
 

@@ -7,11 +7,17 @@
 Same class names and constructor signatures as ``xrisk.torch`` and ``xrisk.jax``.
 """
 
+from xrisk.backends import get_backend
+
 from . import data as _data
 from . import losses as _losses
 from . import optim as _optim
 from .data import *  # noqa: F403  (samplers and the index-returning dataset)
 from .losses import *  # noqa: F403  (one class per entry of xrisk.LOSSES)
 from .optim import *  # noqa: F403  (one class per entry of xrisk.OPTIMIZERS)
+
+# Load the TensorFlow backend now: loaded lazily inside a first tf.function call, AutoGraph
+# would try (and warn about failing) to convert the import machinery.
+get_backend("tensorflow")
 
 __all__ = [*_losses.__all__, *_optim.__all__, *_data.__all__]

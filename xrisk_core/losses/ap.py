@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateField, write_rows
+from .._state import StateField, last_occurrence, write_rows
 from .._validation import check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import NO_PARAMS, LossDefinition
@@ -172,9 +172,10 @@ class APLoss(LossDefinition):
         gamma = self.gamma
         new_all = xp.where(has_positive, (1 - gamma) * old_all + gamma * estimate_all, old_all)
         new_pos = xp.where(has_positive, (1 - gamma) * old_pos + gamma * estimate_pos, old_pos)
+        last = last_occurrence(index, xp=xp)
         new_state = APState(
-            u_all=write_rows(backend, state.u_all, index, new_all, xp=xp),
-            u_pos=write_rows(backend, state.u_pos, index, new_pos, xp=xp),
+            u_all=write_rows(backend, state.u_all, index, new_all, xp=xp, last=last),
+            u_pos=write_rows(backend, state.u_pos, index, new_pos, xp=xp, last=last),
         )
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
