@@ -50,6 +50,7 @@ def make_batches(num_samples: int, batch_size: int, positive_share: float, count
 # Each builder returns ``run(batches)``: it performs one step per batch and synchronises.
 def torch_runner(num_samples: int) -> tuple[Callable[[list], None], Callable[[list], list]]:
     import torch
+
     import xrisk.torch as xr
 
     loss_fn = xr.APLoss(num_samples, dtype="float32")
@@ -70,6 +71,7 @@ def torch_runner(num_samples: int) -> tuple[Callable[[list], None], Callable[[li
 def jax_runner(num_samples: int) -> tuple[Callable[[list], None], Callable[[list], list]]:
     import jax
     import jax.numpy as jnp
+
     import xrisk.jax as xr
 
     loss_fn = xr.APLoss(num_samples, dtype="float32")
@@ -98,6 +100,7 @@ def jax_runner(num_samples: int) -> tuple[Callable[[list], None], Callable[[list
 
 def tensorflow_runner(num_samples: int) -> tuple[Callable[[list], None], Callable[[list], list]]:
     import tensorflow as tf
+
     import xrisk.tensorflow as xr
 
     loss_fn = xr.APLoss(num_samples, dtype="float32")

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 from xrisk.samplers import DualSampler, TriSampler
 
 

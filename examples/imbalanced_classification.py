@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+
 from xrisk.datasets import ImbalancedDataGenerator, load_digits
 from xrisk.metrics import auroc, average_precision
 from xrisk.samplers import DualSampler, RandomSampler
@@ -158,8 +159,9 @@ def train(trainer: Trainer, method: str, data: Data, epochs: int, seed: int,
 # -- PyTorch --------------------------------------------------------------------------------
 def torch_trainer(method: str, data: Data, weights: dict[str, np.ndarray]) -> Trainer:
     import torch
-    import xrisk.torch as xr
     from torch import nn
+
+    import xrisk.torch as xr
 
     model = nn.Sequential(nn.Linear(data.x_train.shape[1], HIDDEN), nn.ReLU(),
                           nn.Linear(HIDDEN, 1))
@@ -214,6 +216,7 @@ def torch_trainer(method: str, data: Data, weights: dict[str, np.ndarray]) -> Tr
 def tensorflow_trainer(method: str, data: Data, weights: dict[str, np.ndarray]) -> Trainer:
     import keras
     import tensorflow as tf
+
     import xrisk.tensorflow as xr
 
     model = keras.Sequential([keras.Input((data.x_train.shape[1],)),
@@ -273,6 +276,7 @@ def jax_trainer(method: str, data: Data, weights: dict[str, np.ndarray]) -> Trai
     import jax
     import jax.numpy as jnp
     import optax
+
     import xrisk.jax as xr
 
     def mlp(params: dict[str, Any], x: jax.Array) -> jax.Array:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-import xrisk
 from hypothesis import strategies as st
 
+import xrisk
 from tests import _reference
 
 SURROGATE_NAMES = ("squared_hinge", "hinge", "squared", "logistic", "barrier_hinge")

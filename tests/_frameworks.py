@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf
 import torch
+
 from xrisk.backends import get_backend
 
 FRAMEWORKS = ("torch", "jax", "tensorflow")

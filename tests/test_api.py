@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import torch
+from numpy.testing import assert_allclose
+
 import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
-from numpy.testing import assert_allclose
 
 ADAPTERS = {"torch": xtorch, "tensorflow": xtf, "jax": xjax}
 SHARED_NAMES = [*xrisk.LOSSES, *xrisk.OPTIMIZERS]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import torch
+
 import xrisk
 from xrisk import _state
 from xrisk.backends import BACKEND_NAMES, backend_of, get_backend

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import torch
+
 import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import xrisk
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
+import xrisk
 from tests._cases import CASES
 from tests._frameworks import FRAMEWORKS, NO_AUTODIFF, reference_weight_grad, run_step, sigmoid
 

@@ -29,6 +29,7 @@ def test_core_imports_no_framework():
 
 def test_torch_dataloader_dual():
     from torch.utils.data import DataLoader, Sampler
+
     from xrisk.torch.data import DualSampler, IndexedDataset
 
     sampler = DualSampler(torch.tensor(LABELS), 10, sampling_rate=0.3, seed=4)
@@ -45,6 +46,7 @@ def test_torch_dataloader_dual():
 
 def test_torch_tri_and_random_batches():
     from torch.utils.data import DataLoader
+
     from xrisk.torch.data import IndexedDataset, RandomSampler, TriSampler
 
     y = np.column_stack([LABELS, LABELS[::-1], np.roll(LABELS, 30)])
@@ -106,6 +108,7 @@ def test_tensorflow_sources():
 def test_jax_iterators():
     pytest.importorskip("jax")
     import jax.numpy as jnp
+
     from xrisk.jax.data import DualSampler, IndexedDataset, TriSampler
 
     data = IndexedDataset(DATA, LABELS)

@@ -7,6 +7,7 @@ import importlib
 
 import numpy as np
 import pytest
+
 from xrisk.datasets import (
     ImbalancedDataGenerator,
     IndexedDataset,

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
+from numpy.testing import assert_allclose
+
 import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
-from numpy.testing import assert_allclose
-
 from tests._cases import CASES
 
 

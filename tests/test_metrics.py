@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
+
 from xrisk.metrics import (
     auroc,
     average_precision,

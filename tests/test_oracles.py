@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-import xrisk
 from numpy.testing import assert_allclose
 
+import xrisk
 from tests._cases import SURROGATE_NAMES
 
 

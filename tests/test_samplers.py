@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from xrisk.samplers import DualSampler, RandomSampler, TriSampler
 
 

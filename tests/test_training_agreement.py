@@ -11,11 +11,11 @@ import optax
 import pytest
 import tensorflow as tf
 import torch
+from numpy.testing import assert_allclose
+
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
-from numpy.testing import assert_allclose
-
 from tests import _reference
 
 NUM_SAMPLES, NUM_FEATURES, STEPS, REGULARIZER_AT = 20, 3, 6, 3

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import jax.numpy as jnp
+
 from xrisk import datasets as _datasets
 from xrisk.samplers import DualSampler, RandomSampler, TriSampler
-
-import jax.numpy as jnp
 
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import build_loss_class, checked_state_arrays, dtype_name
 from xrisk.losses import NO_PARAMS
-
-import jax
-import jax.numpy as jnp
 
 __all__ = ["XRiskLoss", "StatefulLoss", *LOSSES]
 

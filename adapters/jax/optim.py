@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import optax
+
 from xrisk import OPTIMIZERS
 from xrisk import optim as core_optim
 from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
 from xrisk.losses import AUCMParams
 from xrisk.optim import OptimizerState
-
-import jax
 
 __all__ = ["XRiskOptimizer", *OPTIMIZERS]
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import tensorflow as tf
+
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
-
-import tensorflow as tf
 
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import tensorflow as tf
+
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import (
     LossContainer,
@@ -19,8 +21,6 @@ from xrisk._adapter_support import (
     checked_state_arrays,
     dtype_name,
 )
-
-import tensorflow as tf
 
 __all__ = ["XRiskLoss", *LOSSES]
 

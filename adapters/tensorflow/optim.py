@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import tensorflow as tf
+
 from xrisk import OPTIMIZERS
 from xrisk import optim as core_optim
 from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
 from xrisk.optim import OptimizerState
-
-import tensorflow as tf
 
 __all__ = ["XRiskOptimizer", *OPTIMIZERS]
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from torch.utils.data import Dataset, Sampler
+
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
-
-from torch.utils.data import Dataset, Sampler
 
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
 

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
+from torch import nn
+
 from xrisk import LOSSES, LossDefinition
 from xrisk._adapter_support import (
     LossContainer,
@@ -19,9 +22,6 @@ from xrisk._adapter_support import (
     checked_state_arrays,
     dtype_name,
 )
-
-import torch
-from torch import nn
 
 __all__ = ["XRiskLoss", *LOSSES]
 
