@@ -159,3 +159,16 @@ def test_loss_buffers_follow_the_module():
     assert {"u_all", "u_pos"} <= set(loss_fn.state_dict())
     assert loss_fn.double().u_all.dtype == torch.float64
     assert loss_fn.margin == 1.0 and "APLoss" in repr(loss_fn)
+
+
+def test_jax_stateful_wrapper_matches_the_pure_calls():
+    pure = xjax.APLoss(8, dtype="float64")
+    eager = xjax.StatefulLoss(xjax.APLoss(8, dtype="float64"))
+    state = pure.init()
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        scores, labels = jnp.asarray(rng.uniform(size=5)), jnp.asarray([1, 0, 1, 0, 0])
+        index = jnp.asarray(rng.choice(8, 5, replace=False))
+        value, state = pure.apply(state, scores, labels, index)
+        assert float(eager(scores, labels, index)) == float(value)
+    np.testing.assert_array_equal(np.asarray(eager.state.u_all), np.asarray(state.u_all))
