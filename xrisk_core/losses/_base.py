@@ -14,10 +14,10 @@ and ``nn.Parameter``\\ s, ``tf.Variable``\\ s or JAX pytrees, so a new loss need
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, ClassVar, NamedTuple
 
 from .. import _validation
+from .._config import Configured
 from .._state import StateField, allocate_state
 from ..backends import backend_of
 
@@ -38,7 +38,7 @@ class NoParams(NamedTuple):
 NO_PARAMS = NoParams()
 
 
-class LossDefinition:
+class LossDefinition(Configured):
     """Base class of the framework-neutral loss definitions.
 
     Subclasses set ``state_type`` / ``params_type`` (NamedTuple classes), implement
@@ -51,10 +51,6 @@ class LossDefinition:
     #: Whether ``apply`` needs the dataset index of each example.
     needs_index: ClassVar[bool] = False
 
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
     # -- declarations -------------------------------------------------------------------
     def state_fields(self) -> dict[str, StateField]:
         """Name -> :class:`StateField` of every state array, in ``state_type`` order."""
@@ -63,15 +59,6 @@ class LossDefinition:
     def param_fields(self) -> dict[str, StateField]:
         """Name -> :class:`StateField` of every trainable auxiliary, in ``params_type`` order."""
         return {}
-
-    def config(self) -> dict[str, Any]:
-        """The constructor arguments, enough to rebuild an equal definition."""
-        names = inspect.signature(type(self)).parameters
-        return {name: getattr(self, name) for name in names}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
-        return f"{self.name}({args})"
 
     # -- pure functions -----------------------------------------------------------------
     def init(self, *, xp: Any, dtype: Any = None, device: Any = None) -> Any:

@@ -17,10 +17,10 @@ arrays, the learning rate lives in the state (so a decay never recompiles a jitt
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
+from .._config import Configured
 from .._validation import check_choice, check_positive
 from ..backends import backend_of
 
@@ -46,7 +46,7 @@ def _namespace(arrays: Sequence[Array]) -> Any:
     return backend_of(*arrays).namespace
 
 
-class ClippedOptimizer:
+class ClippedOptimizer(Configured):
     """Base of the clipped SGD/Adam rules (SOAP and PESG); subclasses pick the SGD rule.
 
     Parameters are validated here; see :class:`xrisk.optim.SOAP` for their meaning.
@@ -92,10 +92,6 @@ class ClippedOptimizer:
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps = check_positive(owner, "eps", eps)
         self.amsgrad = bool(amsgrad)
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__
 
     @property
     def _uses_momentum_buffer(self) -> bool:
@@ -198,14 +194,6 @@ class ClippedOptimizer:
         else:
             later = self.momentum * buffer + (1 - self.dampening) * direction
         return xp.where(first_step, direction, later)
-
-    def config(self) -> dict[str, Any]:
-        names = inspect.signature(type(self)).parameters
-        return {name: getattr(self, name) for name in names}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
-        return f"{type(self).__name__}({args})"
 
 
 def update_lr(state: OptimizerState, decay_factor: float) -> OptimizerState:
