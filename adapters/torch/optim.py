@@ -95,6 +95,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
             updates, alpha_update, state = self.rule.update(
                 grads, self._core_state(), values, alpha=self.alpha.detach())
             self.alpha.add_(alpha_update)
+            self.alpha.grad = None  # unused (closed-form ascent); zero_grad() does not see it
         for param, update in zip(params, updates, strict=True):
             param.add_(update)
         self._store(state)
