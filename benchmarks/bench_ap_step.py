@@ -127,20 +127,20 @@ RUNNERS = {"torch": torch_runner, "jax": jax_runner, "tensorflow": tensorflow_ru
 
 
 def time_steps(backend: str, args: argparse.Namespace) -> list[float]:
-    """Median seconds per step of ``backend`` for every size in :data:`SIZES`.
+    """Median seconds per step of ``backend`` for every size in ``args.sizes``.
 
     The sizes are timed in alternation (repeat 1 of every size, then repeat 2, ...) so that
     drifting machine load affects them alike.
     """
     runs = []
-    for num_samples in SIZES:
+    for num_samples in args.sizes:
         run, convert = RUNNERS[backend](num_samples)
         batches = convert(make_batches(num_samples, args.batch_size, args.positive_share,
                                        args.steps, args.seed))
         run(batches[:10])  # compile
         run(batches)  # warm up: fault in the state pages, fill the caches
         runs.append((run, batches))
-    times: list[list[float]] = [[] for _ in SIZES]
+    times: list[list[float]] = [[] for _ in args.sizes]
     for _ in range(args.repeats):
         for per_size, (run, batches) in zip(times, runs, strict=True):
             start = time.perf_counter()
@@ -180,7 +180,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=200, help="steps per timed repeat")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", default=",".join(f"{n:.0e}" for n in SIZES),
+                        help="comma-separated num_samples, smallest first; the ratio is "
+                             "last / first (e.g. 1e3,1e5,1e7,1e8 shows where it levels off)")
     args = parser.parse_args(argv)
+    args.sizes = [int(float(n)) for n in args.sizes.split(",") if n.strip()]
+    if len(args.sizes) < 2 or args.sizes != sorted(args.sizes) or args.sizes[0] < 1:
+        parser.error(f"--sizes: got {args.sizes}; expected two or more increasing sizes >= 1")
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = sorted(set(args.backends) - set(BACKENDS))
     if unknown or not args.backends:
@@ -194,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"APLoss step (forward + d loss / d scores + state write), float32, batch "
           f"{args.batch_size} with {args.positive_share:.0%} positives; median of "
           f"{args.repeats} x {args.steps} steps")
-    header = (f"{'backend':<12}" + "".join(f"{f'n={n:.0e}':>14}" for n in SIZES)
+    header = (f"{'backend':<12}" + "".join(f"{f'n={n:.0e}':>14}" for n in args.sizes)
               + f"{'ratio':>9}  target <= {TARGET}")
     print(header)
     print("-" * len(header))
@@ -206,8 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed |= verdict == "FAIL"
         print(f"{backend:<12}" + "".join(f"{t * 1e6:>11.1f} us" for t in times)
               + f"{ratio:>9.2f}  {verdict}", flush=True)
-    copy = state_copy_seconds(SIZES[-1], args.repeats)
-    print(f"scale: one copy of the n={SIZES[-1]:.0e} state (2 x float32) takes "
+    copy = state_copy_seconds(args.sizes[-1], args.repeats)
+    print(f"scale: one copy of the n={args.sizes[-1]:.0e} state (2 x float32) takes "
           f"{copy * 1e6:.0f} us here; an O(num_samples) step would cost at least that.")
     return 1 if failed else 0
 
