@@ -12,15 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from ._inputs import preview
+
 __all__ = ["as_batch_vector", "check_batch", "check_positive", "check_fraction", "check_choice"]
 
 Array = Any
-
-
-def _preview(values: np.ndarray, limit: int = 5) -> str:
-    shown = ", ".join(repr(v.item()) for v in values[:limit])
-    more = f", ... ({values.size} in all)" if values.size > limit else ""
-    return f"[{shown}{more}]"
 
 
 def as_batch_vector(x: Array, *, name: str, owner: str, xp: Any) -> Array:
@@ -86,7 +82,7 @@ def check_batch(
     bad = label_values[(label_values != 0) & (label_values != 1)]
     if bad.size:
         raise ValueError(
-            f"{owner}: labels must be 0 or 1; received {_preview(np.unique(bad))}. Expected "
+            f"{owner}: labels must be 0 or 1; received {preview(np.unique(bad))}. Expected "
             "binary labels in {0, 1}. Fix: map the positive class to 1 and every other class "
             "to 0, e.g. labels = (y == positive_class)."
         )
@@ -94,7 +90,7 @@ def check_batch(
     bad_scores = score_values[~np.isfinite(score_values)]
     if bad_scores.size:
         raise ValueError(
-            f"{owner}: scores contain non-finite values {_preview(bad_scores)}; expected finite "
+            f"{owner}: scores contain non-finite values {preview(bad_scores)}; expected finite "
             "scores. Fix: check the model for NaN/inf (e.g. a too-large learning rate)."
         )
     if index is not None and num_samples is not None:
@@ -102,7 +98,7 @@ def check_batch(
         outside = index_values[(index_values < 0) | (index_values >= num_samples)]
         if outside.size:
             raise ValueError(
-                f"{owner}: index values {_preview(np.unique(outside))} are outside "
+                f"{owner}: index values {preview(np.unique(outside))} are outside "
                 f"[0, num_samples={num_samples}). Expected dataset positions. Fix: pass the "
                 "dataset index of each example and construct the loss with num_samples = "
                 "len(dataset)."

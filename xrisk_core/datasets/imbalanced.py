@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import class_labels, to_numpy
+from .._inputs import class_labels, to_numpy
 from ..samplers._base import check_seed
 
 __all__ = ["ImbalancedDataGenerator"]

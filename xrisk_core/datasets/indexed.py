@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import class_labels, to_numpy
+from .._inputs import class_labels, to_numpy
 
 __all__ = ["IndexedDataset"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import class_labels
+from .._inputs import class_labels
 from ..samplers._base import check_count, check_seed
 from ._files import data_file
 from .tabular import subsample_positives

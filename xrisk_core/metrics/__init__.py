@@ -8,7 +8,7 @@ All in one: :func:`evaluate`. Arrays are converted to numpy (no framework is imp
 scikit-learn computes the ROC and PR quantities.
 """
 
-from ._inputs import to_numpy
+from .._inputs import to_numpy
 from .classification import auroc, average_precision, one_way_partial_auroc, two_way_partial_auroc
 from .evaluate import METRIC_NAMES, evaluate
 from .ranking import ideal_dcg, map_at_k, ndcg_at_k, precision_at_k, recall_at_k

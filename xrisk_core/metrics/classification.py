@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from ._inputs import binary_labels, preview, to_numpy
+from .._inputs import binary_labels, preview, to_numpy
 
 __all__ = ["auroc", "average_precision", "one_way_partial_auroc", "two_way_partial_auroc"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import preview, to_numpy
+from .._inputs import preview, to_numpy
 
 __all__ = ["ndcg_at_k", "map_at_k", "precision_at_k", "recall_at_k", "ideal_dcg"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import class_labels, preview, to_numpy
+from .._inputs import class_labels, preview, to_numpy
 from ._base import check_count
 
 __all__ = ["Interactions"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import binary_labels, preview
+from .._inputs import binary_labels, preview
 from ._base import (
     NEG_STREAM,
     POS_STREAM,

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics._inputs import binary_labels, class_labels, preview, to_numpy
+from .._inputs import binary_labels, class_labels, preview, to_numpy
 from ._base import (
     BATCH_STREAM,
     NEG_STREAM,

@@ -1,4 +1,5 @@
-"""Conversion of framework arrays to numpy and the label checks shared by metrics and samplers.
+"""Conversion of framework arrays to numpy and the label checks shared by the core
+(metrics, samplers, data sets, loss validation).
 
 Nothing here imports a framework: an array's library is read from ``type(x).__module__``.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from .backends import backend_of
 
 __all__ = ["to_numpy", "preview", "binary_labels", "class_labels"]
 
@@ -23,15 +26,15 @@ def preview(values: Any, limit: int = 5) -> str:
 def to_numpy(x: Any) -> np.ndarray:
     """Return ``x`` (numpy, torch, TensorFlow, JAX array or nested list) as a numpy array.
 
-    Torch tensors are detached and moved to the CPU first; TensorFlow tensors use ``.numpy()``.
-    No framework is imported: a tensor of a framework exists only if the user imported it.
+    Arrays go through their backend's ``to_numpy`` (torch: detached and moved to the CPU);
+    anything else through ``numpy.asarray``. No framework is imported: a tensor of a
+    framework exists only if the user imported it.
     """
-    root = type(x).__module__.partition(".")[0]
-    if root == "torch":
-        return np.asarray(x.detach().cpu().numpy())
-    if root == "tensorflow" and hasattr(x, "numpy"):
-        return np.asarray(x.numpy())
-    return np.asarray(x)
+    try:
+        backend = backend_of(x)
+    except TypeError:  # lists, scalars, objects with __array__
+        return np.asarray(x)
+    return np.asarray(backend.to_numpy(x))
 
 
 def _check_finite_integers(owner: str, name: str, values: np.ndarray) -> None:
