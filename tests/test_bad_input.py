@@ -153,7 +153,8 @@ def test_batch_without_positives_is_finite_and_leaves_state(framework):
 
 
 BAD_CONSTRUCTORS = [
-    (lambda: xrisk.APLoss(0), r"num_samples=0; expected a positive int"),
+    (lambda: xrisk.APLoss(0), r"num_samples=0; expected an integer >= 1"),
+    (lambda: xrisk.APLoss(10.0), r"num_samples=10.0 \(type float\); expected an integer"),
     (lambda: xrisk.APLoss(10, gamma=1.5), r"gamma=1.5; expected a number in \(0, 1\]"),
     (lambda: xrisk.APLoss(10, margin=-1), r"margin=-1; expected a finite number > 0"),
     (lambda: xrisk.APLoss(10, surrogate="hinge2"), r"Unknown surrogate='hinge2'"),

@@ -14,7 +14,10 @@ import numpy as np
 
 from ._inputs import preview
 
-__all__ = ["as_batch_vector", "check_batch", "check_positive", "check_fraction", "check_choice"]
+__all__ = [
+    "as_batch_vector", "check_batch", "check_count", "check_positive", "check_fraction",
+    "check_choice",
+]
 
 Array = Any
 
@@ -112,6 +115,29 @@ def _real(value: object) -> float | None:
         return None
     number = float(value)
     return number if np.isfinite(number) else None
+
+
+def check_count(owner: str, name: str, value: object, *, minimum: int = 1) -> int:
+    """Return ``value`` as int if it is an integer >= ``minimum``; else raise.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer (bool and float are rejected).
+    ValueError
+        ``value`` is smaller than ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(
+            f"{owner}: {name}={value!r} (type {type(value).__name__}); expected an integer >= "
+            f"{minimum}. Fix: pass a whole number, e.g. {name}=int({name})."
+        )
+    if value < minimum:
+        raise ValueError(
+            f"{owner}: {name}={value!r}; expected an integer >= {minimum}. "
+            f"Fix: pass {name} >= {minimum}."
+        )
+    return int(value)
 
 
 def check_positive(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:

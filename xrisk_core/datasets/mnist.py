@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from .._inputs import class_labels
-from ..samplers._base import check_count, check_seed
+from .._validation import check_count
+from ..samplers._base import check_seed
 from ._files import data_file
 from .tabular import subsample_positives
 

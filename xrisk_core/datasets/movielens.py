@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import check_count
 from ..metrics.ranking import ideal_dcg
-from ..samplers._base import check_count, check_seed
+from ..samplers._base import check_seed
 from ..samplers._interactions import Interactions
 from ._files import data_file
 

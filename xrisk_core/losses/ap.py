@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._state import StateField, last_occurrence, write_rows
-from .._validation import check_fraction, check_positive
+from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import NO_PARAMS, LossDefinition
 
@@ -108,12 +108,7 @@ class APLoss(LossDefinition):
         surrogate: str = "squared_hinge",
         scale: float = 1.0,
     ) -> None:
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-            raise ValueError(
-                f"APLoss: num_samples={num_samples!r}; expected a positive int, the size of "
-                "the training set. Fix: APLoss(num_samples=len(train_dataset))."
-            )
-        self.num_samples = num_samples
+        self.num_samples = check_count("APLoss", "num_samples", num_samples)
         self.gamma = check_fraction("APLoss", "gamma", gamma)
         # margin > 0 keeps u_all > 0: the pair (i, i) contributes ℓ(0) > 0 to every estimate.
         self.margin = check_positive("APLoss", "margin", margin)

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_count
+
 __all__ = [
     "BaseSampler",
     "cyclic_stream",
-    "check_count",
     "check_seed",
     "resolve_num_pos",
     "generator",
@@ -30,29 +31,6 @@ NEG_STREAM = 1
 TASK_STREAM = 2
 ORDER_STREAM = 3
 BATCH_STREAM = 4
-
-
-def check_count(owner: str, name: str, value: object, *, minimum: int = 1) -> int:
-    """Return ``value`` as int if it is an integer >= ``minimum``; else raise.
-
-    Raises
-    ------
-    TypeError
-        ``value`` is not an integer (bool and float are rejected).
-    ValueError
-        ``value`` is smaller than ``minimum``.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(
-            f"{owner}: {name}={value!r} (type {type(value).__name__}); expected an integer >= "
-            f"{minimum}. Fix: pass a whole number, e.g. {name}=int({name})."
-        )
-    if value < minimum:
-        raise ValueError(
-            f"{owner}: {name}={value!r}; expected an integer >= {minimum}. "
-            f"Fix: pass {name} >= {minimum}."
-        )
-    return int(value)
 
 
 def check_seed(owner: str, seed: object) -> int:

@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from .._inputs import binary_labels, preview
+from .._validation import check_count
 from ._base import (
     NEG_STREAM,
     POS_STREAM,
     BaseSampler,
-    check_count,
     check_seed,
     chunk,
     cyclic_stream,

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import ORDER_STREAM, BaseSampler, check_count, check_seed, chunk, generator
+from .._validation import check_count
+from ._base import ORDER_STREAM, BaseSampler, check_seed, chunk, generator
 
 __all__ = ["RandomSampler"]
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import binary_labels, class_labels, preview, to_numpy
+from .._validation import check_count
 from ._base import (
     BATCH_STREAM,
     NEG_STREAM,
@@ -14,7 +15,6 @@ from ._base import (
     POS_STREAM,
     TASK_STREAM,
     BaseSampler,
-    check_count,
     check_seed,
     chunk,
     cyclic_stream,
