@@ -51,12 +51,20 @@ def take(x: Any, indices: Any, axis: int | None = None) -> Any:
     return tf.gather(x, indices, axis=axis or 0)
 
 
+def stack(arrays: Any, axis: int = 0) -> Any:
+    return tf.stack(arrays, axis=axis)
+
+
 def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
     return tf.reduce_sum(x, axis=axis, keepdims=keepdims)
 
 
 def max(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
     return tf.reduce_max(x, axis=axis, keepdims=keepdims)
+
+
+def min(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    return tf.reduce_min(x, axis=axis, keepdims=keepdims)
 
 
 def maximum(x1: Any, x2: Any) -> Any:
@@ -81,6 +89,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> 
 
 def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Any:
     return tf.zeros(shape, dtype=dtype or tf.float32)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
+    return tf.fill(tf.shape(x), tf.constant(fill_value, dtype=dtype or x.dtype))
 
 
 def zeros_like(x: Any, dtype: Any = None, device: Any = None) -> Any:
@@ -115,9 +127,9 @@ def isdtype(dtype: Any, kind: str) -> bool:
 
 
 SHIM_FUNCTIONS = (
-    "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32",
-    "full", "int32", "isdtype", "log1p", "max", "maximum", "ones_like", "pow", "reshape",
-    "sqrt", "sum", "take", "where", "zeros", "zeros_like",
+    "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "full", "full_like",
+    "int32", "isdtype", "log1p", "max", "maximum", "min", "ones_like", "pow", "reshape", "sqrt",
+    "stack", "sum", "take", "where", "zeros", "zeros_like",
 )
 
 _DIRECT = {"exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt,

@@ -36,9 +36,9 @@ class LossCase(NamedTuple):
 
 def _ap_reference(definition, state, params, scores, labels, index):
     loss, grad, u_all, u_pos = _reference.ap_step(
-        state["u_all"], state["u_pos"], scores, labels, index, gamma=definition.gamma,
+        state["u"][:, 0], state["u"][:, 1], scores, labels, index, gamma=definition.gamma,
         margin=definition.margin, surrogate_name=definition.surrogate, scale=definition.scale)
-    return loss, grad, {}, {"u_all": u_all, "u_pos": u_pos}
+    return loss, grad, {}, {"u": np.stack([u_all, u_pos], axis=1)}
 
 
 def _aucm_reference(definition, state, params, scores, labels, index):

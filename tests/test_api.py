@@ -46,7 +46,7 @@ def test_import_xrisk_with_no_framework_importable(tmp_path):
         value, state = loss.apply(loss.init(xp=xp), np.array([0.3, 0.6]), np.array([1, 0]),
                                   np.array([0, 1]))
         frameworks = {"torch", "tensorflow", "jax"} & set(sys.modules)
-        print("ok", sorted(frameworks), round(float(state.u_all[0]), 6))
+        print("ok", sorted(frameworks), round(float(state.u[0, 0]), 6))
     """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0:2] == ["ok", "[]"]
@@ -116,7 +116,7 @@ def test_state_exported_from_one_framework_resumes_in_the_others():
         assert_allclose(value, results["torch"][0], rtol=1e-12, err_msg=framework)
         for key in state:
             assert_allclose(state[key], results["torch"][1][key], rtol=1e-12)
-    assert np.any(results["torch"][1]["u_all"] != exported["u_all"])
+    assert np.any(results["torch"][1]["u"] != exported["u"])
 
 
 def test_torch_state_dicts_resume_loss_and_optimizer_exactly():
@@ -156,8 +156,8 @@ def test_torch_state_dicts_resume_loss_and_optimizer_exactly():
 
 def test_loss_buffers_follow_the_module():
     loss_fn = xtorch.APLoss(5)
-    assert {"u_all", "u_pos"} <= set(loss_fn.state_dict())
-    assert loss_fn.double().u_all.dtype == torch.float64
+    assert set(loss_fn.state_dict()) == {"u"} and loss_fn.u.shape == (5, 2)
+    assert loss_fn.double().u.dtype == torch.float64
     assert loss_fn.margin == 1.0 and "APLoss" in repr(loss_fn)
 
 
@@ -171,4 +171,4 @@ def test_jax_stateful_wrapper_matches_the_pure_calls():
         index = jnp.asarray(rng.choice(8, 5, replace=False))
         value, state = pure.apply(state, scores, labels, index)
         assert float(eager(scores, labels, index)) == float(value)
-    np.testing.assert_array_equal(np.asarray(eager.state.u_all), np.asarray(state.u_all))
+    np.testing.assert_array_equal(np.asarray(eager.state.u), np.asarray(state.u))

@@ -149,7 +149,7 @@ def test_batch_without_positives_is_finite_and_leaves_state(framework):
         assert np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))
         if loss_name == "APLoss":
             assert float(value) == 0.0 and not np.any(np.asarray(grad))
-            assert not np.any(exported["u_all"]) and not np.any(exported["u_pos"])
+            assert not np.any(exported["u"])
 
 
 BAD_CONSTRUCTORS = [
@@ -181,13 +181,12 @@ def test_bad_hyperparameters(build, message):
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
 def test_load_state_rejects_mismatches_atomically(framework):
     loss_fn = _adapter(framework).APLoss(N)
-    good = {"u_all": np.arange(N, dtype=np.float32), "u_pos": np.ones(N, dtype=np.float32)}
-    wrong_shape = {"u_all": np.zeros(N), "u_pos": np.zeros(N + 1)}
-    with pytest.raises(ValueError, match=r"state\['u_pos'\] has shape \(11,\); expected \(10,\)"):
-        loss_fn.load_state(wrong_shape)
-    with pytest.raises(ValueError, match=r"missing \['u_pos'\], unexpected \['v'\]"):
-        loss_fn.load_state({"u_all": np.zeros(N), "v": np.zeros(N)})
+    good = {"u": np.arange(2 * N, dtype=np.float32).reshape(N, 2)}
+    with pytest.raises(ValueError, match=r"state\['u'\] has shape \(11, 2\); expected \(10, 2\)"):
+        loss_fn.load_state({"u": np.zeros((N + 1, 2))})
+    with pytest.raises(ValueError, match=r"missing \['u'\], unexpected \['v'\]"):
+        loss_fn.load_state({"v": np.zeros(N)})
     if framework != "jax":  # stateful containers: still the initial zeros, then loadable
-        assert not np.any(loss_fn.export_state()["u_all"])
+        assert not np.any(loss_fn.export_state()["u"])
         loss_fn.load_state(good)
-        np.testing.assert_array_equal(loss_fn.export_state()["u_all"], good["u_all"])
+        np.testing.assert_array_equal(loss_fn.export_state()["u"], good["u"])

@@ -94,14 +94,16 @@ def test_ap_hand_case_first_step():
     state = loss_fn.init(xp=xp, dtype=xp.float64)
     value, state = loss_fn.apply(state, np.array([0.9, 0.2, 0.6, 0.4]), np.array([1, 0, 1, 0]),
                                  np.array([0, 1, 2, 3]))
-    assert_allclose(state.u_all, [0.9 * 1.83 / 4, 0, 0.9 * 3.69 / 4, 0, 0], rtol=1e-12)
-    assert_allclose(state.u_pos, [0.9 * 1.49 / 4, 0, 0.9 * 2.69 / 4, 0, 0], rtol=1e-12)
+    u_all, u_pos = state.u[:, 0], state.u[:, 1]
+    assert_allclose(u_all, [0.9 * 1.83 / 4, 0, 0.9 * 3.69 / 4, 0, 0], rtol=1e-12)
+    assert_allclose(u_pos, [0.9 * 1.49 / 4, 0, 0.9 * 2.69 / 4, 0, 0], rtol=1e-12)
     assert abs(float(value)) < 1e-15
     # Second step: u ← 0.1·u + 0.9·new, and the loss is no longer 0.
     value, state = loss_fn.apply(state, np.array([0.5, 0.3]), np.array([1, 0]),
                                  np.array([0, 1]))
     new_all = (1 + (1 - 0.2) ** 2) / 2
-    assert_allclose(state.u_all[0], 0.1 * 0.9 * 1.83 / 4 + 0.9 * new_all, rtol=1e-12)
-    u_all, u_pos = state.u_all[0], state.u_pos[0]
+    assert_allclose(state.u[0, 0], 0.1 * 0.9 * 1.83 / 4 + 0.9 * new_all, rtol=1e-12)
+    assert_allclose(state.u[1], [0, 0])  # a negative's row is never written
+    u_all, u_pos = state.u[0]
     expected = ((u_pos - u_all) * 1 + u_pos * 0.64) / u_all**2 / 2
     assert_allclose(float(value), expected, rtol=1e-12)

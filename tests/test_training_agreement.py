@@ -79,7 +79,7 @@ def _reference_run(optimizer, loss_name, loss_kwargs, opt_kwargs):
             params = rule.step(params, grads)
     out = {"w": params[0], "b": params[1]}
     if loss_name == "APLoss":
-        out.update(u_all=u_all, u_pos=u_pos)
+        out.update(u=np.stack([u_all, u_pos], axis=1))
     else:
         out.update(a=params[2], alpha=alpha, **{"b_aux": params[3]})
     return out
@@ -108,7 +108,7 @@ def _torch_run(optimizer, loss_name, loss_kwargs, opt_kwargs):
 def _collect(w, b, exported, loss_name, to_numpy):
     out = {"w": to_numpy(w), "b": to_numpy(b)}
     if loss_name == "APLoss":
-        out.update(u_all=exported["u_all"], u_pos=exported["u_pos"])
+        out.update(u=exported["u"])
     else:
         out.update(a=exported["a"], alpha=exported["alpha"], b_aux=exported["b"])
     return out

@@ -17,6 +17,7 @@ __all__ = [
     "allocate_state",
     "masked_mean",
     "last_occurrence",
+    "focus_rows",
     "write_rows",
     "state_to_numpy",
 ]
@@ -80,8 +81,23 @@ def last_occurrence(index: Array, *, xp: Any) -> Array:
     return xp.max(marked, axis=1)
 
 
-def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any,
-               last: Array | None = None) -> Array:
+def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:
+    """Point the rows that are not kept at the first kept row: ``(rows, anchor)``.
+
+    ``rows`` (B,) equals ``index`` where ``keep`` (B,) is true and, elsewhere, the index at
+    the first kept position (position 0 if none is kept); ``anchor`` (1,) is that position.
+    A loss whose state is written for some rows only gathers and writes at ``rows`` and gives
+    the redirected rows the anchor's new value: the step touches only the kept rows of a
+    large table, where every row touched costs a cache and TLB miss.
+    """
+    batch = index.shape[0]
+    positions = xp.arange(batch, dtype=index.dtype)
+    first = xp.min(xp.where(keep, positions, xp.full_like(positions, batch)))
+    anchor = xp.reshape(xp.where(first < batch, first, xp.zeros_like(first)), (1,))
+    return xp.where(keep, index, xp.take(index, anchor, axis=0)), anchor
+
+
+def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any) -> Array:
     """Return ``table`` with ``table[index[k]] = rows[k]``; callers must rebind the result.
 
     Duplicate-index rule: when an index value appears several times in one batch, the row at
@@ -89,12 +105,9 @@ def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any
     giving every duplicate the row of its last position, so the scatter writes equal values
     and every backend (numpy, torch, JAX, TensorFlow, on CPU or GPU) produces the same table.
     On torch and TensorFlow variables the write is in place; on JAX it is ``.at[].set``, in
-    place under ``jit`` with donated buffers. ``last`` may pass ``last_occurrence(index)``
-    when several tables are written with one index, so it is computed once.
+    place under ``jit`` with donated buffers.
     """
-    if last is None:
-        last = last_occurrence(index, xp=xp)
-    rows = xp.take(rows, last, axis=0)
+    rows = xp.take(rows, last_occurrence(index, xp=xp), axis=0)
     return backend.write_rows(table, index, xp.astype(rows, table.dtype))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateField, last_occurrence, write_rows
+from .._state import StateField, focus_rows, write_rows
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import NO_PARAMS, LossDefinition
@@ -29,10 +29,12 @@ Array = Any
 
 
 class APState(NamedTuple):
-    """State of :class:`APLoss`."""
+    """State of :class:`APLoss`: both estimators of a sample share one row."""
 
-    u_all: Array  #: (num_samples,) float — moving average of f_all,i per dataset index
-    u_pos: Array  #: (num_samples,) float — moving average of f_pos,i per dataset index
+    #: (num_samples, 2) float — per dataset index, column 0 tracks f_all,i (``u_all``) and
+    #: column 1 tracks f_pos,i (``u_pos``). One row per sample means one gather and one
+    #: scatter per step, one cache line per positive.
+    u: Array
 
 
 class APLoss(LossDefinition):
@@ -92,7 +94,7 @@ class APLoss(LossDefinition):
     >>> state = loss_fn.init(xp=xp, dtype=xp.float64)
     >>> scores = np.array([0.9, 0.2, 0.6, 0.4]); labels = np.array([1, 0, 1, 0])
     >>> value, state = loss_fn.apply(state, scores, labels, np.array([0, 1, 2, 3]))
-    >>> state.u_all[:4].round(4).tolist()
+    >>> state.u[:4, 0].round(4).tolist()  # u_all of the first four samples
     [0.4118, 0.0, 0.8303, 0.0]
     """
 
@@ -116,10 +118,7 @@ class APLoss(LossDefinition):
         self.scale = check_positive("APLoss", "scale", scale)
 
     def state_fields(self) -> dict[str, StateField]:
-        return {
-            "u_all": StateField((self.num_samples,)),
-            "u_pos": StateField((self.num_samples,)),
-        }
+        return {"u": StateField((self.num_samples, 2))}
 
     def apply(
         self, state: APState, scores: Array, labels: Array, index: Array | None = None, *,
@@ -156,26 +155,23 @@ class APLoss(LossDefinition):
         # Positives that share a dataset index pool their estimates (duplicate rule).
         same_positive = xp.astype(column(index, 1) == column(index, 0), scores.dtype)
         same_positive = same_positive * column(positive, 0)
-        count = xp.sum(same_positive, axis=1)
-        has_positive = count > 0
-        denominator = xp.maximum(count, xp.ones_like(count))
-        estimate_all = xp.sum(same_positive * column(batch_all, 0), axis=1) / denominator
-        estimate_pos = xp.sum(same_positive * column(batch_pos, 0), axis=1) / denominator
+        denominator = xp.maximum(xp.sum(same_positive, axis=1), xp.ones_like(positive))
+        estimate = xp.stack([batch_all, batch_pos], axis=1)  # (B, 2), columns as in the state
+        estimate = (same_positive @ estimate) / column(denominator, 1)
 
-        old_all = xp.astype(xp.take(state.u_all, index, axis=0), scores.dtype)
-        old_pos = xp.astype(xp.take(state.u_pos, index, axis=0), scores.dtype)
-        gamma = self.gamma
-        new_all = xp.where(has_positive, (1 - gamma) * old_all + gamma * estimate_all, old_all)
-        new_pos = xp.where(has_positive, (1 - gamma) * old_pos + gamma * estimate_pos, old_pos)
-        last = last_occurrence(index, xp=xp)
-        new_state = APState(
-            u_all=write_rows(backend, state.u_all, index, new_all, xp=xp, last=last),
-            u_pos=write_rows(backend, state.u_pos, index, new_pos, xp=xp, last=last),
-        )
+        # The state is written for positives only, so only their rows are read and written:
+        # the other rows point at one positive's row (focus_rows) and carry its new value. A
+        # step then touches n+ rows of the table, each a cache (and TLB) miss in a large one.
+        is_positive = column(positive > 0, 1)
+        rows, anchor = focus_rows(index, positive > 0, xp=xp)
+        old = xp.astype(xp.take(state.u, rows, axis=0), scores.dtype)
+        new = xp.where(is_positive, (1 - self.gamma) * old + self.gamma * estimate, old)
+        new = xp.where(is_positive, new, xp.take(new, anchor, axis=0))
+        new_state = APState(u=write_rows(backend, state.u, rows, new, xp=xp))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
-        u_all = xp.astype(xp.astype(new_all, state.u_all.dtype), scores.dtype)
-        u_pos = xp.astype(xp.astype(new_pos, state.u_pos.dtype), scores.dtype)
+        stored = xp.astype(xp.astype(new, state.u.dtype), scores.dtype)
+        u_all, u_pos = stored[:, 0], stored[:, 1]
         safe_all = xp.where(positive > 0, u_all, xp.ones_like(u_all))
         weights = (column(u_pos, 1) - column(u_all, 1) * column(positive, 0)) / column(
             safe_all * safe_all, 1
