@@ -11,7 +11,7 @@ deep-learning framework. The framework faces live in ``xrisk.torch``, ``xrisk.te
 """
 
 from . import surrogates
-from ._state import StateField, state_to_numpy
+from ._state import StateField
 from .losses import LOSSES, APLoss, APState, AUCMLoss, AUCMParams, LossDefinition
 from .optim import OPTIMIZERS, PESG, SOAP, OptimizerState, update_lr, update_regularizer
 
@@ -29,7 +29,6 @@ __all__ = [
     "PESG",
     "SOAP",
     "StateField",
-    "state_to_numpy",
     "surrogates",
     "update_lr",
     "update_regularizer",

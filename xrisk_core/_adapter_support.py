@@ -16,7 +16,8 @@ from .losses import LossDefinition
 from .optim import ClippedOptimizer
 
 __all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "build_loss_class",
-           "LossContainer", "build_optimizer_class", "rule_from_arguments"]
+           "LossContainer", "build_optimizer_class", "rule_from_arguments",
+           "definition_attribute"]
 
 #: Float dtypes a loss state may use, by name.
 DTYPE_NAMES = ("float32", "float64")
@@ -83,12 +84,15 @@ class LossContainer:
         names = self.definition.param_fields()
         return self.definition.params_type(*(getattr(self, name) for name in names))
 
-    def _hyperparameter(self, name: str) -> Any:
-        """Hyper-parameters (margin, gamma, ...) are read from the core definition."""
-        definition = self.__dict__.get("definition")
-        if definition is not None and not name.startswith("_") and hasattr(definition, name):
-            return getattr(definition, name)
-        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+
+def definition_attribute(loss: Any, name: str) -> Any:
+    """``__getattr__`` fallback of every adapter loss: hyper-parameters (margin, gamma, ...)
+    are read from its core definition; anything else is an AttributeError."""
+    definition = loss.__dict__.get("definition")
+    if definition is not None and not name.startswith("_") and hasattr(definition, name):
+        return getattr(definition, name)
+    raise AttributeError(f"{type(loss).__name__} has no attribute {name!r}")
 
 
 def build_loss_class(definition_type: type[LossDefinition], base: type, *, framework: str,

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 __all__ = [
     "StateField",
     "allocate_state",
@@ -19,7 +17,6 @@ __all__ = [
     "last_occurrence",
     "focus_rows",
     "write_rows",
-    "state_to_numpy",
 ]
 
 Array = Any
@@ -110,7 +107,3 @@ def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any
     rows = xp.take(rows, last_occurrence(index, xp=xp), axis=0)
     return backend.write_rows(table, index, xp.astype(rows, table.dtype))
 
-
-def state_to_numpy(state: Any, backend: Any) -> dict[str, np.ndarray]:
-    """Export a state NamedTuple as a dict of numpy arrays (no pickle)."""
-    return {name: backend.to_numpy(value) for name, value in state._asdict().items()}

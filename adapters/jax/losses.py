@@ -16,7 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from xrisk import LOSSES, LossDefinition
-from xrisk._adapter_support import build_loss_class, checked_state_arrays, dtype_name
+from xrisk._adapter_support import (
+    build_loss_class,
+    checked_state_arrays,
+    definition_attribute,
+    dtype_name,
+)
 from xrisk.losses import NO_PARAMS
 
 __all__ = ["XRiskLoss", "StatefulLoss", *LOSSES]
@@ -33,10 +38,7 @@ class XRiskLoss:
         self.device = device
 
     def __getattr__(self, name: str) -> Any:
-        definition = self.__dict__.get("definition")
-        if definition is not None and not name.startswith("_") and hasattr(definition, name):
-            return getattr(definition, name)
-        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return definition_attribute(self, name)
 
     def _place(self, tree: Any) -> Any:
         return tree if self.device is None else jax.device_put(tree, self.device)

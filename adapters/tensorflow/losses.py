@@ -19,6 +19,7 @@ from xrisk._adapter_support import (
     LossContainer,
     build_loss_class,
     checked_state_arrays,
+    definition_attribute,
     dtype_name,
 )
 
@@ -44,7 +45,7 @@ class XRiskLoss(LossContainer, tf.Module):
                 setattr(self, name, tf.Variable(value, trainable=trainable, name=name))
 
     def __getattr__(self, name: str) -> Any:
-        return self._hyperparameter(name)
+        return definition_attribute(self, name)
 
     def __call__(self, scores: Any, labels: Any, index: Any = None) -> tf.Tensor:
         """Loss of one mini-batch; updates the state variables of the rows in ``index``.

@@ -20,6 +20,7 @@ from xrisk._adapter_support import (
     LossContainer,
     build_loss_class,
     checked_state_arrays,
+    definition_attribute,
     dtype_name,
 )
 
@@ -49,7 +50,7 @@ class XRiskLoss(LossContainer, nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return self._hyperparameter(name)
+            return definition_attribute(self, name)
 
     def forward(
         self, scores: torch.Tensor, labels: torch.Tensor, index: torch.Tensor | None = None
