@@ -10,7 +10,7 @@ import numpy as np
 
 __all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "is_lazy", "to_numpy",
+    "inspectable", "to_numpy",
 ]
 
 name = "jax"
@@ -43,8 +43,12 @@ def device(x: Any) -> Any:
     return next(iter(x.devices()))
 
 
-def is_lazy(x: Any) -> bool:
-    return isinstance(x, jax.core.Tracer)
+def inspectable(x: Any) -> bool:
+    """Concrete arrays on the CPU (tracers under jit/grad have no values; an accelerator
+    array would synchronise)."""
+    if isinstance(x, jax.core.Tracer):
+        return False
+    return all(device.platform == "cpu" for device in x.devices())
 
 
 def to_numpy(x: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "is_lazy", "to_numpy", "SHIM_FUNCTIONS",
+    "inspectable", "to_numpy", "SHIM_FUNCTIONS",
 ]
 
 name = "tensorflow"
@@ -59,6 +59,10 @@ def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa
     return tf.reduce_sum(x, axis=axis, keepdims=keepdims)
 
 
+def all(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
+    return tf.reduce_all(x, axis=axis, keepdims=keepdims)
+
+
 def max(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
     return tf.reduce_max(x, axis=axis, keepdims=keepdims)
 
@@ -81,10 +85,6 @@ def clip(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
 
 def pow(x1: Any, x2: Any) -> Any:  # noqa: A001
     return tf.pow(*_pair(x1, x2))
-
-
-def full(shape: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
-    return tf.fill(shape, tf.constant(fill_value, dtype=dtype or tf.float32))
 
 
 def zeros(shape: Any, dtype: Any = None, device: Any = None) -> Any:
@@ -127,12 +127,11 @@ def isdtype(dtype: Any, kind: str) -> bool:
 
 
 SHIM_FUNCTIONS = (
-    "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "full", "full_like",
-    "int32", "isdtype", "log1p", "max", "maximum", "min", "ones_like", "pow", "reshape", "sqrt",
-    "stack", "sum", "take", "where", "zeros", "zeros_like",
+    "all", "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "full_like", "int32", "isdtype", "isfinite", "log1p", "max", "maximum", "min", "ones_like",
+    "pow", "reshape", "sqrt", "stack", "sum", "take", "where", "zeros", "zeros_like",
 )
 
-_DIRECT = {"exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
+_DIRECT = {"exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt, "isfinite": tf.math.is_finite,
            "float32": tf.float32, "int32": tf.int32}
 
 namespace = SimpleNamespace(
@@ -158,9 +157,11 @@ def device(x: Any) -> Any:
     return getattr(x, "device", None)
 
 
-def is_lazy(x: Any) -> bool:
-    # Inside tf.function values are symbolic; eager tensors and variables are concrete.
-    return not tf.executing_eagerly()
+def inspectable(x: Any) -> bool:
+    """Eager tensors on the CPU (inside ``tf.function`` values are symbolic)."""
+    if not tf.executing_eagerly():
+        return False
+    return "GPU" not in (getattr(x, "device", "") or "")
 
 
 def to_numpy(x: Any) -> np.ndarray:

@@ -10,7 +10,7 @@ import torch
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "is_lazy", "to_numpy",
+    "inspectable", "to_numpy",
 ]
 
 name = "torch"
@@ -34,9 +34,10 @@ def device(x: Any) -> Any:
     return x.device
 
 
-def is_lazy(x: Any) -> bool:
-    # Eager torch tensors are never lazy; under torch.compile tracing values are fake tensors.
-    return bool(torch.compiler.is_compiling())
+def inspectable(x: Any) -> bool:
+    """Eager CPU tensors: reading values costs no device sync. Under ``torch.compile`` values
+    are fake tensors, and on an accelerator a read would synchronise every step."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
 def to_numpy(x: Any) -> np.ndarray:

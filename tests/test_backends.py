@@ -118,7 +118,7 @@ def test_tensorflow_shim_lists_exactly_what_the_core_calls():
 @pytest.mark.parametrize("name", sorted(BACKEND_NAMES))
 def test_every_backend_supplies_the_contract(name):
     backend = get_backend(name)
-    for attribute in ("namespace", "stop_gradient", "write_rows", "device", "is_lazy",
+    for attribute in ("namespace", "stop_gradient", "write_rows", "device", "inspectable",
                       "to_numpy", "index_dtype", "has_autodiff"):
         assert hasattr(backend, attribute), f"{name} lacks {attribute}"
     for function in _core_namespace_calls():

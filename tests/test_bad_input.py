@@ -21,7 +21,7 @@ BAD_BATCHES = {
     "label 2": (dict(labels=[0, 2, 1, 1]), ValueError, r"labels must be 0 or 1; received \[2\]"),
     "label -1": (dict(labels=[0, -1, 1, 1]), ValueError, r"received \[-1\]"),
     "index too large": (dict(index=[0, 1, 2, 99]), ValueError,
-                        r"index values \[99\] are outside \[0, num_samples=10\)"),
+                        r"index values \[99\] are outside \[0, sample count=10\)"),
     "negative index": (dict(index=[-1, 1, 2, 3]), ValueError, r"\[-1\] are outside"),
     "float index": (dict(index=[0.0, 1.0, 2.0, 3.0]), TypeError,
                     r"index has dtype .*float.*expected an integer dtype"),
@@ -32,7 +32,7 @@ BAD_BATCHES = {
     "short labels": (dict(labels=[0, 1, 1]), ValueError,
                      r"batch sizes differ: \{'scores': 4, 'labels': 3, 'index': 4\}"),
     "two columns": (dict(scores=[[0.2, 0.1], [0.7, 0.3], [0.4, 0.5], [0.9, 0.9]]), ValueError,
-                    r"scores has shape \(4, 2\); expected \(batch_size,\) or \(batch_size, 1\)"),
+                    r"scores has shape \(4, 2\); expected \(batch,\) or \(batch, 1\)"),
 }
 
 
@@ -82,7 +82,8 @@ def test_bad_batch_raises_and_keeps_state(framework, loss_name, case):
     bad = {k: _convert(framework, changes.get(k, v), k) for k, v in GOOD.items()}
     with pytest.raises(error, match=message) as caught:
         _call(framework, loss_fn, state, bad)
-    assert "Fix" in str(caught.value) or "expected" in str(caught.value)
+    message = str(caught.value)
+    assert "expected" in message.lower() and "Fix:" in message, message
     after = _snapshot(framework, loss_fn, state)
     for key, value in before.items():
         np.testing.assert_array_equal(after[key], value, err_msg=f"{key} changed")
@@ -111,7 +112,7 @@ def test_non_array_input_is_named():
 
 
 def test_missing_index_is_explained():
-    with pytest.raises(ValueError, match="index is None; expected the dataset index"):
+    with pytest.raises(ValueError, match="index is None; expected the sample index of every example"):
         xtorch.APLoss(N)(torch.tensor([0.2, 0.3]), torch.tensor([0, 1]))
 
 

@@ -25,8 +25,10 @@ FLOAT32 = {"rtol": 2e-4, "atol": 2e-5}
 
 
 def _initial_state(definition):
-    return {name: np.full(field.shape, field.fill) for name, field in
-            definition.state_fields().items()}
+    import array_api_compat.numpy as xp
+
+    return {name: np.asarray(value) for name, value in
+            definition.init(xp=xp, dtype=xp.float64)._asdict().items()}
 
 
 def _batches(seed, num_samples, batch, steps, num_features=3):

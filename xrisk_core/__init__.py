@@ -11,8 +11,18 @@ deep-learning framework. The framework faces live in ``xrisk.torch``, ``xrisk.te
 """
 
 from . import surrogates
-from ._state import StateField
-from .losses import LOSSES, APLoss, APState, AUCMLoss, AUCMParams, LossDefinition
+from . import backends
+from .losses import (
+    LOSSES,
+    APLoss,
+    APState,
+    AUCMLoss,
+    AUCMParams,
+    Auxiliary,
+    Input,
+    LossDefinition,
+    StateTable,
+)
 from .optim import OPTIMIZERS, PESG, SOAP, OptimizerState, update_lr, update_regularizer
 
 __version__ = "0.1.0"
@@ -28,7 +38,10 @@ __all__ = [
     "OptimizerState",
     "PESG",
     "SOAP",
-    "StateField",
+    "StateTable",
+    "Input",
+    "Auxiliary",
+    "backends",
     "surrogates",
     "update_lr",
     "update_regularizer",

@@ -1,12 +1,14 @@
-"""Framework-free helpers that the three adapters share (signatures, state export checks).
+"""Framework-free helpers that the three adapters share (documentation, state export checks).
 
-The adapters build their loss classes from the registry :data:`xrisk.LOSSES`; these helpers
-keep the generated constructors and the state round trip identical in every framework.
+The adapters hold one short explicit class per loss; what those classes have in common —
+their help text, the check of an exported state, the read-only hyper-parameters — lives here
+once, so every framework behaves the same.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,9 +17,9 @@ import numpy as np
 from .losses import LossDefinition
 from .optim import ClippedOptimizer
 
-__all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "build_loss_class",
-           "LossContainer", "build_optimizer_class", "rule_from_arguments",
-           "definition_attribute"]
+__all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "LossContainer",
+           "definition_attribute", "refuse_assignment", "compose_doc",
+           "build_optimizer_class", "rule_from_arguments"]
 
 #: Float dtypes a loss state may use, by name.
 DTYPE_NAMES = ("float32", "float64")
@@ -29,7 +31,8 @@ def dtype_name(owner: str, dtype: Any) -> str:
     if text not in DTYPE_NAMES:
         raise ValueError(
             f"{owner}: dtype={dtype!r}; expected one of {DTYPE_NAMES} (a name or the "
-            "framework's dtype). Fix: pass dtype='float32' (default) or dtype='float64'."
+            "framework's dtype), or None for the framework's default float. Fix: pass "
+            "dtype='float32' or dtype='float64'."
         )
     return text
 
@@ -42,22 +45,22 @@ def checked_state_arrays(
     Raises ValueError naming missing or unexpected keys and wrong shapes; nothing is
     loaded unless every array fits.
     """
-    fields = {**definition.state_fields(), **definition.param_fields()}
-    missing = sorted(set(fields) - set(arrays))
-    unexpected = sorted(set(arrays) - set(fields))
+    shapes = definition.state_shapes()
+    missing = sorted(set(shapes) - set(arrays))
+    unexpected = sorted(set(arrays) - set(shapes))
     if missing or unexpected:
         raise ValueError(
             f"{definition.name}: state keys missing {missing}, unexpected {unexpected}; "
-            f"expected exactly {sorted(fields)}. Fix: pass the dict from export_state() of "
+            f"expected exactly {sorted(shapes)}. Fix: pass the dict from export_state() of "
             "a loss built with the same arguments."
         )
     out = {}
-    for name, field in fields.items():
+    for name, shape in shapes.items():
         value = np.asarray(arrays[name])
-        if value.shape != field.shape:
+        if value.shape != shape:
             raise ValueError(
                 f"{definition.name}: state[{name!r}] has shape {value.shape}; expected "
-                f"{field.shape}. Fix: build the loss with the arguments of the exported one "
+                f"{shape}. Fix: build the loss with the arguments of the exported one "
                 f"({definition!r})."
             )
         out[name] = value
@@ -67,7 +70,7 @@ def checked_state_arrays(
 class LossContainer:
     """Mixin of the torch and TensorFlow losses: views of their containers as core tuples.
 
-    The host class sets ``self.definition`` and holds one attribute per declared field.
+    The host class sets ``self.definition`` and holds one attribute per declared entry.
     """
 
     definition: LossDefinition
@@ -75,15 +78,14 @@ class LossContainer:
     @property
     def state(self) -> Any:
         """The current state as the core's NamedTuple of framework containers."""
-        names = self.definition.state_fields()
+        names = self.definition.state_tables()
         return self.definition.state_type(*(getattr(self, name) for name in names))
 
     @property
     def aux_params(self) -> Any:
         """The trainable auxiliaries as the core's NamedTuple of framework containers."""
-        names = self.definition.param_fields()
+        names = self.definition.auxiliaries()
         return self.definition.params_type(*(getattr(self, name) for name in names))
-
 
 
 def definition_attribute(loss: Any, name: str) -> Any:
@@ -95,27 +97,31 @@ def definition_attribute(loss: Any, name: str) -> Any:
     raise AttributeError(f"{type(loss).__name__} has no attribute {name!r}")
 
 
-def build_loss_class(definition_type: type[LossDefinition], base: type, *, framework: str,
-                     module: str) -> type:
-    """Create the adapter class for one registry entry.
+def refuse_assignment(loss: Any, name: str, value: Any) -> None:
+    """Raise if ``name`` is a hyper-parameter of the loss's definition (read-only)."""
+    definition = loss.__dict__.get("definition")
+    if definition is not None and name in definition.config():
+        cls = type(loss).__name__
+        raise AttributeError(
+            f"{cls}.{name} is read-only (received {name}={value!r}; the loss was built with "
+            f"{name}={getattr(definition, name)!r}): hyper-parameters are fixed at construction. "
+            f"Fix: build a new loss, {cls}(..., {name}={value!r}), and carry the state over with "
+            "new_loss.load_state(old_loss.export_state())."
+        )
 
-    The class has the definition's name, its docstring (after a line naming the framework)
-    and the constructor signature of the definition plus ``dtype`` and ``device``, so every
-    adapter exports the same names with the same signatures.
-    """
-    doc = (
-        f"{definition_type.__name__} for {framework}, built from "
-        f":class:`xrisk.{definition_type.__name__}` (the math and parameters below).\n\n"
-        + inspect.cleandoc(definition_type.__doc__ or "")
-    )
-    cls = type(definition_type.__name__, (base,),
-               {"definition_type": definition_type, "__doc__": doc, "__module__": module})
-    parameters = list(inspect.signature(definition_type).parameters.values())
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    parameters += [inspect.Parameter("dtype", keyword, default="float32"),
-                   inspect.Parameter("device", keyword, default=None)]
-    cls.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    return cls
+
+def compose_doc(own: str | None, definition_type: type[LossDefinition]) -> str:
+    """An adapter class's docstring: its own summary, the core definition's parameters, notes
+    and references, then the adapter's own examples (the core's numpy examples are left out)."""
+    examples = re.compile(r"\n\s*Examples\n\s*-{3,}")
+    core = examples.split(inspect.cleandoc(definition_type.__doc__ or ""))[0].rstrip()
+    body = core.split("\n", 1)[1].strip() if "\n" in core else ""
+    own_parts = examples.split(inspect.cleandoc(own or ""), maxsplit=1)
+    text = (f"{own_parts[0].rstrip()}\n\nThe math and hyper-parameters of :class:`xrisk."
+            f"{definition_type.__name__}` follow.\n\n{body}\n")
+    if len(own_parts) > 1:
+        text += "\nExamples\n--------" + own_parts[1].rstrip("\n") + "\n"
+    return text
 
 
 def build_optimizer_class(rule_type: type[ClippedOptimizer], base: type, *, framework: str,

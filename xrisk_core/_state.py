@@ -1,7 +1,7 @@
 """The state model: declared per-sample tables and the one way to update them.
 
-A loss declares its state as :class:`StateField` entries (shape in terms of its sizes, kind of
-dtype, initial value). The adapters allocate those fields in framework-native containers; the
+A loss declares its state as :class:`StateTable` entries (key space, row shape, kind of dtype,
+initial value). The adapters allocate those fields in framework-native containers; the
 core gathers rows with ``take``, computes new rows and writes them back with
 :func:`write_rows`, so a step costs O(batch) whatever ``num_samples`` is.
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 __all__ = [
-    "StateField",
+    "StateTable",
     "allocate_state",
+    "initial_values",
     "masked_mean",
     "last_occurrence",
     "focus_rows",
@@ -22,35 +23,50 @@ __all__ = [
 Array = Any
 
 
-class StateField(NamedTuple):
-    """Declaration of one state array.
+class StateTable(NamedTuple):
+    """Declaration of one state entry: a table of rows indexed by a key space.
 
     Attributes
     ----------
-    shape : tuple of int
-        Fixed at construction, e.g. ``(num_samples,)``.
+    keys : str or None
+        Key space of the rows (``"sample"``, ``"query"``, ``"interaction"``, ...), whose size
+        :meth:`LossDefinition.key_spaces` gives; ``None`` for one global entry of shape ``row``.
+    row : tuple of int
+        Shape of one row (``()`` for one number per key).
+    fill : float or tuple of float
+        Initial value of every entry, or one value per column of the last row axis.
     kind : {"float", "int"}
-        ``"float"`` fields take the loss's state dtype; ``"int"`` fields are int32 counters.
-    fill : float
-        Initial value of every entry.
+        ``"float"`` entries take the loss's state dtype; ``"int"`` entries are int32 counters.
     """
 
-    shape: tuple[int, ...]
+    keys: str | None
+    row: tuple[int, ...] = ()
+    fill: float | tuple[float, ...] = 0.0
     kind: str = "float"
-    fill: float = 0.0
+
+    def shape(self, spaces: dict[str, int]) -> tuple[int, ...]:
+        """Concrete shape: ``(size of the key space, *row)``, or ``row`` for a global entry."""
+        return self.row if self.keys is None else (spaces[self.keys], *self.row)
 
 
-def allocate_state(fields: dict[str, StateField], *, xp: Any, dtype: Any, device: Any = None,
-                   ) -> dict[str, Array]:
-    """Allocate every declared field with ``xp.full`` (used by the neutral and JAX paths)."""
+def allocate_state(tables: dict[str, StateTable], spaces: dict[str, int], *, xp: Any,
+                   dtype: Any, device: Any = None) -> dict[str, Array]:
+    """Allocate every declared entry in namespace ``xp`` (used by the neutral and JAX paths)."""
     out = {}
-    for name, field in fields.items():
-        field_dtype = dtype if field.kind == "float" else xp.int32
-        if device is None:
-            out[name] = xp.full(field.shape, field.fill, dtype=field_dtype)
-        else:
-            out[name] = xp.full(field.shape, field.fill, dtype=field_dtype, device=device)
+    for name, table in tables.items():
+        table_dtype = dtype if table.kind == "float" else xp.int32
+        options = {"dtype": table_dtype} if device is None else {"dtype": table_dtype,
+                                                                 "device": device}
+        value = xp.zeros(table.shape(spaces), **options)
+        out[name] = value + xp.asarray(initial_values(table), **options)
     return out
+
+
+def initial_values(table: StateTable) -> Any:
+    """The fill of ``table`` as a nested list that broadcasts against its shape."""
+    cast = float if table.kind == "float" else int
+    fill = table.fill
+    return [cast(v) for v in fill] if isinstance(fill, tuple) else cast(fill)
 
 
 def masked_mean(values: Array, mask: Array, *, axis: int | None = None, xp: Any) -> Array:

@@ -1,9 +1,10 @@
-"""Input checks shared by every loss.
+"""Input checks shared by every loss, driven by the loss's declared inputs.
 
 Shape and dtype checks are static and always run. Value checks (labels in {0, 1}, finite
-scores, index in range) need concrete values, so they run only on eager arrays and are
-skipped for lazy ones (JAX tracers, symbolic TensorFlow tensors inside ``tf.function``).
-Every check runs before any state is touched: bad input never changes state.
+scores, index inside its key space) raise on arrays whose values the host can read for free
+(eager CPU arrays); on traced or device arrays they are computed in the graph instead, and a
+batch that fails them gives a NaN loss and writes no state. Every check runs before any state
+is touched: bad input never changes state.
 """
 
 from __future__ import annotations
@@ -15,98 +16,174 @@ import numpy as np
 from ._inputs import preview
 
 __all__ = [
-    "as_batch_vector", "check_batch", "check_count", "check_positive", "check_fraction",
+    "check_inputs", "missing_input", "check_count", "check_positive", "check_fraction",
     "check_choice",
 ]
 
 Array = Any
 
 
-def as_batch_vector(x: Array, *, name: str, owner: str, xp: Any) -> Array:
-    """Return ``x`` as shape (B,), accepting (B,) or (B, 1); raise ValueError otherwise."""
-    shape = tuple(x.shape)
-    if len(shape) == 1:
-        return x
-    if len(shape) == 2 and shape[1] == 1:
-        return xp.reshape(x, (shape[0],))
-    raise ValueError(
-        f"{owner}: {name} has shape {shape}; expected (batch_size,) or (batch_size, 1). "
-        f"Fix: pass one column per example, e.g. {name}.reshape(-1) for a single output."
+def missing_input(owner: str, spec: Any) -> ValueError:
+    """The error for a required input that was omitted (``None``)."""
+    if spec.kind == "index":
+        return ValueError(
+            f"{owner}: {spec.name} is None; expected the {spec.keys} index of every example, "
+            f"shape {_shape_text(spec.shape)}. Fix: return the index from the dataset, "
+            f"(x, y, index) = batch, and pass it to the loss."
+        )
+    return ValueError(
+        f"{owner}: {spec.name} is None; expected an array of shape {_shape_text(spec.shape)}. "
+        f"Fix: pass {spec.name}."
     )
 
 
-def check_batch(
-    owner: str,
-    backend: Any,
-    scores: Array,
-    labels: Array,
-    index: Array | None,
-    *,
-    num_samples: int | None,
-    xp: Any,
-) -> tuple[Array, Array, Array | None]:
-    """Validate one batch and return ``(scores, labels, index)`` as (B,) vectors.
+def _shape_text(dims: tuple[str, ...]) -> str:
+    return "(" + ", ".join(dims) + (",)" if len(dims) == 1 else ")")
+
+
+def _match_rank(owner: str, spec: Any, x: Array, xp: Any) -> Array:
+    """``x`` with the declared rank; a 1-D input also accepts a trailing axis of size 1."""
+    shape = tuple(x.shape)
+    rank = len(spec.shape)
+    if len(shape) == rank:
+        return x
+    if rank == 1 and len(shape) == 2 and shape[1] == 1:
+        return xp.reshape(x, (shape[0],))
+    accepted = _shape_text(spec.shape)
+    if rank == 1:
+        accepted += f" or ({spec.shape[0]}, 1)"
+    raise ValueError(
+        f"{owner}: {spec.name} has shape {shape}; expected {accepted}. Fix: pass one entry per "
+        f"example{', e.g. ' + spec.name + '.reshape(-1) for a single output' if rank == 1 else ''}."
+    )
+
+
+def _check_dtype(owner: str, spec: Any, x: Array, xp: Any) -> None:
+    if spec.kind in ("score", "data") and not xp.isdtype(x.dtype, "real floating"):
+        raise TypeError(
+            f"{owner}: {spec.name} has dtype {x.dtype}; expected a floating dtype. Fix: pass "
+            "model outputs (e.g. torch.sigmoid(logits)) or cast with .float() / astype(float32)."
+        )
+    if spec.kind == "index" and not xp.isdtype(x.dtype, "integral"):
+        raise TypeError(
+            f"{owner}: {spec.name} has dtype {x.dtype}; expected an integer dtype ({spec.keys} "
+            "positions). Fix: pass the index returned by the dataset, cast with .long() or "
+            "astype(int64)."
+        )
+
+
+def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: Any,
+                 ) -> tuple[dict[str, Array], Array | None, bool]:
+    """Validate one batch against ``definition.inputs()``.
+
+    Returns ``(inputs, valid, empty)``: the inputs with their declared ranks (index inputs made
+    safe to gather with), ``valid`` — ``None`` when the values were checked on the host (bad
+    values raise), else a bool array computed in the graph — and whether a free dimension is 0.
 
     Raises
     ------
     ValueError
-        Mismatched batch sizes, labels outside {0, 1}, NaN or infinite scores, an index
-        outside ``[0, num_samples)``.
+        A wrong rank, sizes of one named dimension that differ, and, on arrays whose values can
+        be read for free (:func:`inspectable`), labels outside {0, 1}, non-finite scores,
+        negative relevance or an index outside its key space.
     TypeError
         Scores of a non-floating dtype, an index of a non-integer dtype.
     """
-    scores = as_batch_vector(scores, name="scores", owner=owner, xp=xp)
-    labels = as_batch_vector(labels, name="labels", owner=owner, xp=xp)
-    sizes = {"scores": scores.shape[0], "labels": labels.shape[0]}
-    if index is not None:
-        index = as_batch_vector(index, name="index", owner=owner, xp=xp)
-        sizes["index"] = index.shape[0]
-    if len(set(sizes.values())) > 1:
-        raise ValueError(
-            f"{owner}: batch sizes differ: {sizes}; expected one size for scores, labels and "
-            "index. Fix: pass the scores, labels and dataset indices of the same examples."
-        )
-    if not xp.isdtype(scores.dtype, "real floating"):
-        raise TypeError(
-            f"{owner}: scores have dtype {scores.dtype}; expected a floating dtype. "
-            "Fix: pass model outputs, e.g. torch.sigmoid(logits), not integer labels."
-        )
-    if index is not None and not xp.isdtype(index.dtype, "integral"):
-        raise TypeError(
-            f"{owner}: index has dtype {index.dtype}; expected an integer dtype (dataset "
-            "positions). Fix: pass the index returned by the dataset, cast with .long() or "
-            "astype(int64)."
-        )
-    lazy = any(backend.is_lazy(x) for x in (scores, labels, index) if x is not None)
-    if lazy:
-        return scores, labels, index
+    owner = definition.name
+    fixed = definition.dims()
+    checked: dict[str, Array] = {}
+    sizes: dict[str, dict[str, int]] = {}
+    specs = {spec.name: spec for spec in definition.inputs()}
+    for name, spec in specs.items():
+        x = bound[name]
+        if x is None:
+            checked[name] = None
+            continue
+        x = _match_rank(owner, spec, x, xp)
+        _check_dtype(owner, spec, x, xp)
+        for dim, size in zip(spec.shape, tuple(x.shape)):
+            sizes.setdefault(dim, {})[name] = int(size)
+        checked[name] = x
+    for dim, by_input in sizes.items():
+        expected = {fixed[dim]} if dim in fixed else set(by_input.values())
+        if len(set(by_input.values()) | expected) > 1:
+            want = f"{dim} = {fixed[dim]}" if dim in fixed else f"one {dim} size for " + \
+                ", ".join(by_input)
+            raise ValueError(
+                f"{owner}: {dim} sizes differ: {by_input}; expected {want}. Fix: pass the "
+                "inputs of the same examples" + (f" (this loss was built with {dim}="
+                                                  f"{fixed[dim]})." if dim in fixed else ".")
+            )
+    empty = any(0 in by_input.values() for dim, by_input in sizes.items() if dim not in fixed)
+    present = [x for x in checked.values() if x is not None]
+    spaces = definition.key_spaces()
+    if all(backend.inspectable(x) for x in present):
+        for name, x in checked.items():
+            if x is not None:
+                _check_values(owner, specs[name], backend.to_numpy(x), spaces)
+        return checked, None, empty
+    valid = None
+    for name, x in checked.items():
+        if x is None:
+            continue
+        ok = _values_ok(specs[name], x, spaces, xp)
+        if ok is None:
+            continue
+        if specs[name].kind == "index":  # gathers stay inside the table on every backend
+            checked[name] = xp.where(ok, x, xp.zeros_like(x))
+        ok = xp.all(ok)
+        valid = ok if valid is None else valid & ok
+    return checked, valid, empty
 
-    label_values = backend.to_numpy(labels)
-    bad = label_values[(label_values != 0) & (label_values != 1)]
-    if bad.size:
-        raise ValueError(
-            f"{owner}: labels must be 0 or 1; received {preview(np.unique(bad))}. Expected "
-            "binary labels in {0, 1}. Fix: map the positive class to 1 and every other class "
-            "to 0, e.g. labels = (y == positive_class)."
-        )
-    score_values = backend.to_numpy(scores)
-    bad_scores = score_values[~np.isfinite(score_values)]
-    if bad_scores.size:
-        raise ValueError(
-            f"{owner}: scores contain non-finite values {preview(bad_scores)}; expected finite "
-            "scores. Fix: check the model for NaN/inf (e.g. a too-large learning rate)."
-        )
-    if index is not None and num_samples is not None:
-        index_values = backend.to_numpy(index)
-        outside = index_values[(index_values < 0) | (index_values >= num_samples)]
+
+def _values_ok(spec: Any, x: Array, spaces: dict[str, int | None], xp: Any) -> Array | None:
+    """Elementwise in-graph value check of one input (``None``: nothing to check)."""
+    if spec.kind == "label":
+        return (x == 0) | (x == 1)
+    if spec.kind == "index":
+        size = spaces[spec.keys]
+        return (x >= 0) if size is None else (x >= 0) & (x < size)
+    if spec.kind in ("score", "data"):
+        return xp.isfinite(x)
+    if spec.kind == "relevance":
+        return xp.isfinite(xp.astype(x, xp.float32)) & (x >= 0)
+    return None
+
+
+def _check_values(owner: str, spec: Any, values: np.ndarray, spaces: dict[str, int | None],
+                  ) -> None:
+    """Raise on the first bad value of one input read on the host."""
+    name = spec.name
+    if spec.kind == "label":
+        bad = values[(values != 0) & (values != 1)]
+        if bad.size:
+            raise ValueError(
+                f"{owner}: {name} must be 0 or 1; received {preview(np.unique(bad))}. Expected "
+                "binary labels in {0, 1}. Fix: map the positive class to 1 and every other class "
+                f"to 0, e.g. {name} = (y == positive_class)."
+            )
+    elif spec.kind in ("score", "data", "relevance"):
+        bad = values[~np.isfinite(values)]
+        if bad.size:
+            raise ValueError(
+                f"{owner}: {name} contain non-finite values {preview(bad)}; expected finite "
+                "values. Fix: check the model for NaN/inf (e.g. a too-large learning rate)."
+            )
+        if spec.kind == "relevance" and np.any(values < 0):
+            raise ValueError(
+                f"{owner}: {name} contain negative values {preview(values[values < 0])}; "
+                "expected graded relevance >= 0. Fix: map unrated or irrelevant items to 0."
+            )
+    elif spec.kind == "index":
+        size = spaces[spec.keys]
+        outside = values[(values < 0) | (values >= (np.inf if size is None else size))]
         if outside.size:
             raise ValueError(
-                f"{owner}: index values {preview(np.unique(outside))} are outside "
-                f"[0, num_samples={num_samples}). Expected dataset positions. Fix: pass the "
-                "dataset index of each example and construct the loss with num_samples = "
-                "len(dataset)."
+                f"{owner}: {name} values {preview(np.unique(outside))} are outside "
+                f"[0, {spec.keys} count={size}). Expected {spec.keys} positions. Fix: pass the "
+                f"index of each example and build the loss with the number of {spec.keys}s "
+                "(e.g. num_samples = len(dataset))."
             )
-    return scores, labels, index
 
 
 def _real(value: object) -> float | None:

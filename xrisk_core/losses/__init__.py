@@ -1,19 +1,37 @@
-"""Loss definitions and the registry that the adapters build their classes from.
+"""Loss definitions and the registry of every loss.
 
-Adding a loss: write its definition module here and add it to :data:`LOSSES`; every adapter
-(torch, TensorFlow, JAX) then exports a class of the same name and signature.
+Adding a loss: write its definition module here and add it to :data:`LOSSES`; each adapter
+(torch, TensorFlow, JAX) then holds one short class of the same name and signature, which
+``tests/test_api.py`` checks against the registry.
 """
 
-from ._base import NO_PARAMS, LossDefinition, NoParams, NoState
+from ._base import (
+    INPUT_KINDS,
+    NO_PARAMS,
+    ROLES,
+    Auxiliary,
+    Input,
+    LossDefinition,
+    NoParams,
+    NoState,
+    StateTable,
+    Step,
+)
 from .ap import APLoss, APState
 from .auc import AUCMLoss, AUCMParams
 
 __all__ = [
     "LOSSES",
+    "INPUT_KINDS",
     "NO_PARAMS",
+    "ROLES",
+    "Auxiliary",
+    "Input",
     "LossDefinition",
     "NoParams",
     "NoState",
+    "StateTable",
+    "Step",
     "APLoss",
     "APState",
     "AUCMLoss",

@@ -1,33 +1,118 @@
-"""What every X-risk loss definition provides, and nothing framework-specific.
+r"""The loss protocol: what every X-risk loss definition declares, and the one ``apply``.
 
-A loss definition is an immutable, validated set of hyper-parameters plus two pure functions
-in the style of optax:
+A loss definition is a frozen, validated set of hyper-parameters plus declarations that the
+adapters, the validation and the test harness read, so that no adapter, optimizer or test holds
+per-loss code:
 
-- ``init(...) -> State``: the per-sample state, a NamedTuple of arrays with shapes fixed at
-  construction (declared by :meth:`state_fields`);
-- ``apply(state, scores, labels, index, *, params) -> (loss, new_state)``.
+- :meth:`~LossDefinition.inputs`: the batch inputs, in call order — name, shape in named
+  dimensions, kind (``score``, ``label``, ``index`` into a key space, ``relevance``, ``data``);
+- :meth:`~LossDefinition.state_tables`: the state, one :class:`StateTable` per entry — the key
+  space it is indexed by (``sample``, ``query``, ``interaction``, ...), the shape of one row and
+  its initial value. Per-key dual variables with a closed-form rule (SOPA's thresholds, K-SONG's
+  λ_q, iSogCLR's τ_i) are state rows too, written in O(batch);
+- :meth:`~LossDefinition.auxiliaries`: trainable auxiliaries with their *role* for the
+  optimizer (descent or ascent, projection bounds) — optimizers never know them by name.
 
-Trainable auxiliaries (AUC-M's a, b, α) are *parameters*, declared by :meth:`param_fields`:
-the optimizer owns their update. Adapters read these declarations to allocate torch buffers
-and ``nn.Parameter``\\ s, ``tf.Variable``\\ s or JAX pytrees, so a new loss needs no adapter code.
+``apply(state, *inputs, params=...)`` binds and validates the inputs against the declarations,
+then calls the loss's ``_loss`` with a :class:`Step` (backend, namespace, guarded row writes).
+
+Validation has two layers. Static checks (names, ranks, named dimensions, dtypes) always run.
+Value checks (labels in {0, 1}, finite scores, every index inside its key space) raise on
+concrete arrays and, because a traced array (under ``jax.jit``, ``jax.grad``, ``tf.function``,
+``torch.compile``) cannot raise, they are also computed *inside* the step: a batch that fails
+them returns a NaN loss and writes no state row (an out-of-range index never wraps or clamps
+onto a real row).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from .. import _validation
 from .._config import Configured
-from .._state import StateField, allocate_state
+from .._state import StateTable, allocate_state, write_rows
 from ..backends import backend_of
 
-__all__ = ["LossDefinition", "NoState", "NoParams", "NO_PARAMS"]
+__all__ = [
+    "Auxiliary",
+    "Input",
+    "LossDefinition",
+    "NO_PARAMS",
+    "NoParams",
+    "NoState",
+    "Step",
+    "StateTable",
+    "INPUT_KINDS",
+    "ROLES",
+]
 
 Array = Any
 
+#: What each input kind means; the value checks of :mod:`xrisk._validation` follow it.
+INPUT_KINDS = {
+    "score": "floating model outputs, finite (differentiable)",
+    "label": "binary labels in {0, 1}",
+    "index": "integer keys in [0, size of the input's key space)",
+    "relevance": "graded relevance, finite and >= 0",
+    "data": "finite floating data that is not differentiated (counts, ideal DCG)",
+}
+
+#: Roles of trainable auxiliaries, read by the optimizers.
+ROLES = ("descent", "ascent")
+
+
+class Input(NamedTuple):
+    """Declaration of one batch input.
+
+    Attributes
+    ----------
+    name : str
+        Argument name (also a keyword of ``apply`` and of the adapters' calls).
+    shape : tuple of str
+        Named dimensions. A name that :meth:`LossDefinition.dims` fixes (e.g.
+        ``"num_labels"``) must have that size; any other name (``"batch"``, ``"queries"``,
+        ``"candidates"``, ``"features"``) is free but must agree across the inputs of one call.
+        A 1-D input also accepts shape (n, 1).
+    kind : str
+        One of :data:`INPUT_KINDS`.
+    keys : str or None
+        For ``index`` inputs: the key space it indexes (see :meth:`LossDefinition.key_spaces`).
+    optional : bool
+        Whether the input may be omitted (``None``).
+    """
+
+    name: str
+    shape: tuple[str, ...]
+    kind: str
+    keys: str | None = None
+    optional: bool = False
+
+
+class Auxiliary(NamedTuple):
+    """Declaration of one trainable auxiliary (a parameter the optimizer updates).
+
+    Attributes
+    ----------
+    shape : tuple of int
+    role : {"descent", "ascent"}
+        Descent auxiliaries join the model's parameters; ascent ones (dual variables) take the
+        optimizer's projected ascent step along :meth:`LossDefinition.ascent_direction`.
+    fill : float
+        Initial value.
+    lower, upper : float or None
+        Projection bounds applied after each ascent step.
+    """
+
+    shape: tuple[int, ...] = ()
+    role: str = "descent"
+    fill: float = 0.0
+    lower: float | None = None
+    upper: float | None = None
+
 
 class NoState(NamedTuple):
-    """State of a loss without per-sample state."""
+    """State of a loss without per-key state."""
 
 
 class NoParams(NamedTuple):
@@ -38,71 +123,169 @@ class NoParams(NamedTuple):
 NO_PARAMS = NoParams()
 
 
-class LossDefinition(Configured):
-    """Base class of the framework-neutral loss definitions.
+class Step:
+    """What the math of one ``apply`` call works with: backend, namespace and guarded writes.
 
-    Subclasses set ``state_type`` / ``params_type`` (NamedTuple classes), implement
-    :meth:`state_fields`, :meth:`param_fields` (when they have any) and :meth:`apply`, and
-    validate every hyper-parameter in ``__init__``.
+    Attributes
+    ----------
+    backend : module
+        The backend of the inputs (``stop_gradient``, ``write_rows``, ...).
+    xp : namespace
+        Array-API namespace of the inputs.
+    valid : array of shape () (bool), or None
+        Whether the batch passed the in-graph value checks; when false, :meth:`write_rows`
+        writes nothing and ``apply`` returns NaN. ``None`` when the values were checked on the
+        host (a bad batch raised before the step).
+    """
+
+    def __init__(self, backend: Any, xp: Any, valid: Array | None) -> None:
+        self.backend = backend
+        self.xp = xp
+        self.valid = valid
+
+    def stop(self, x: Array) -> Array:
+        """The backend's stop-gradient (LibAUC's ``.detach()``)."""
+        return self.backend.stop_gradient(x)
+
+    def write_rows(self, table: Array, index: Array, new: Array, old: Array) -> Array:
+        """``table`` with rows ``index`` set to ``new`` — or kept at ``old`` for a bad batch.
+
+        ``index`` may have any shape; ``new`` and ``old`` have shape ``index.shape + row``.
+        ``old`` must be the rows gathered at ``index`` before the step. Duplicate indices follow
+        :func:`xrisk._state.write_rows` (the last position wins). Callers rebind the result.
+        """
+        xp = self.xp
+        row_shape = tuple(table.shape[1:])
+        flat_index = xp.reshape(index, (-1,))
+        rows = new if self.valid is None else xp.where(self.valid, new, old)
+        rows = xp.reshape(rows, (flat_index.shape[0], *row_shape))
+        return write_rows(self.backend, table, flat_index, rows, xp=xp)
+
+
+class LossDefinition(Configured):
+    """Base class of the framework-neutral loss definitions (see the module docstring).
+
+    Subclasses set ``state_type`` / ``params_type`` (NamedTuple classes whose fields follow
+    :meth:`state_tables` / :meth:`auxiliaries`), implement the declarations and
+    ``_loss(step, state, params, **inputs) -> (loss, new_state)``, and validate every
+    hyper-parameter in ``__init__``.
     """
 
     state_type: ClassVar[type] = NoState
     params_type: ClassVar[type] = NoParams
-    #: Whether ``apply`` needs the dataset index of each example.
-    needs_index: ClassVar[bool] = False
 
     # -- declarations -------------------------------------------------------------------
-    def state_fields(self) -> dict[str, StateField]:
-        """Name -> :class:`StateField` of every state array, in ``state_type`` order."""
+    def inputs(self) -> tuple[Input, ...]:
+        """The batch inputs of ``apply``, in call order."""
+        raise NotImplementedError
+
+    def dims(self) -> dict[str, int]:
+        """Named dimensions of fixed size (e.g. ``{"num_labels": 5}``)."""
         return {}
 
-    def param_fields(self) -> dict[str, StateField]:
-        """Name -> :class:`StateField` of every trainable auxiliary, in ``params_type`` order."""
+    def key_spaces(self) -> dict[str, int | None]:
+        """Size of every key space that index inputs and state tables use (``None``: an
+        index that no state table uses, only checked to be >= 0)."""
         return {}
+
+    def state_tables(self) -> dict[str, StateTable]:
+        """Name -> :class:`StateTable` of every state entry, in ``state_type`` order."""
+        return {}
+
+    def auxiliaries(self) -> dict[str, Auxiliary]:
+        """Name -> :class:`Auxiliary` of every trainable auxiliary, in ``params_type`` order."""
+        return {}
+
+    def ascent_direction(self, params: Any) -> dict[str, Array]:
+        """Closed-form ascent direction of each ``ascent`` auxiliary at ``params``.
+
+        Optimizers call it with the auxiliaries *after* the descent step (LibAUC's order) and
+        move each ascent auxiliary by ``lr * direction``, then project it onto its bounds.
+        """
+        ascent = [name for name, aux in self.auxiliaries().items() if aux.role == "ascent"]
+        if ascent:
+            raise NotImplementedError(f"{self.name} declares ascent auxiliaries {ascent}.")
+        return {}
+
+    def state_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Concrete shape of every state entry and auxiliary, by name."""
+        spaces = self.key_spaces()
+        shapes = {name: table.shape(spaces) for name, table in self.state_tables().items()}
+        shapes.update({name: aux.shape for name, aux in self.auxiliaries().items()})
+        return shapes
 
     # -- pure functions -----------------------------------------------------------------
     def init(self, *, xp: Any, dtype: Any = None, device: Any = None) -> Any:
         """Allocate the initial state in namespace ``xp`` (default dtype ``xp.float32``)."""
-        fields = allocate_state(
-            self.state_fields(), xp=xp, dtype=dtype or xp.float32, device=device
-        )
-        return self.state_type(**fields)
+        values = allocate_state(self.state_tables(), self.key_spaces(), xp=xp,
+                                dtype=dtype or xp.float32, device=device)
+        return self.state_type(**values)
 
     def init_params(self, *, xp: Any, dtype: Any = None, device: Any = None) -> Any:
         """Allocate the initial trainable auxiliaries in namespace ``xp``."""
-        fields = allocate_state(
-            self.param_fields(), xp=xp, dtype=dtype or xp.float32, device=device
-        )
-        return self.params_type(**fields)
+        tables = {name: StateTable(None, aux.shape, aux.fill)
+                  for name, aux in self.auxiliaries().items()}
+        values = allocate_state(tables, {}, xp=xp, dtype=dtype or xp.float32, device=device)
+        return self.params_type(**values)
 
-    def apply(
-        self, state: Any, scores: Array, labels: Array, index: Array | None = None, *,
-        params: Any = NO_PARAMS,
-    ) -> tuple[Array, Any]:
-        """Return ``(loss, new_state)`` for one mini-batch."""
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Match positional and keyword inputs to :meth:`inputs`; ``None`` for omitted ones."""
+        declared = self.inputs()
+        names = [spec.name for spec in declared]
+        if len(args) > len(names):
+            raise TypeError(
+                f"{self.name}: got {len(args)} positional inputs; expected at most "
+                f"{len(names)}: {', '.join(names)}."
+            )
+        bound = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise TypeError(
+                    f"{self.name}: unexpected input {name!r}; expected inputs {names}."
+                )
+            if name in bound:
+                raise TypeError(f"{self.name}: input {name!r} given twice.")
+            bound[name] = value
+        for spec in declared:
+            if bound.get(spec.name) is None and not spec.optional:
+                raise _validation.missing_input(self.name, spec)
+        return {name: bound.get(name) for name in names}
+
+    def apply(self, state: Any, *inputs: Array, params: Any = NO_PARAMS,
+              **named: Array) -> tuple[Array, Any]:
+        """Return ``(loss, new_state)`` for one mini-batch.
+
+        ``inputs`` follow :meth:`inputs` (positionally or by name); ``params`` holds the
+        trainable auxiliaries (``init_params``). See the class docstring for the math.
+        """
+        bound = self.bind(inputs, named)
+        self._check_containers(state, params)
+        present = [value for value in bound.values() if value is not None]
+        names = [name for name, value in bound.items() if value is not None]
+        backend = backend_of(*present, *state, *params,
+                             names=(*names, *(f"state.{f}" for f in state._fields),
+                                    *(f"params.{f}" for f in params._fields)))
+        xp = backend.namespace
+        checked, valid, empty = _validation.check_inputs(self, backend, bound, xp=xp)
+        step = Step(backend, xp, valid)
+        if empty:  # no example: a defined zero loss, connected to the scores, state untouched
+            scores = next(v for spec in self.inputs() if spec.kind == "score"
+                          for v in [checked[spec.name]] if v is not None)
+            return xp.sum(scores) * 0, state
+        loss, new_state = self._loss(step, state, params, **checked)
+        if valid is None:
+            return loss, new_state
+        return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
+
+    def _loss(self, step: Step, state: Any, params: Any, **inputs: Array) -> tuple[Array, Any]:
         raise NotImplementedError
 
-    # -- helpers for subclasses ---------------------------------------------------------
-    def _prepare(
-        self, state: Any, params: Any, scores: Array, labels: Array, index: Array | None
-    ) -> tuple[Any, Any, Array, Array, Array | None]:
-        """Find the backend, validate the batch and return ``(backend, xp, s, y, index)``.
-
-        ``y`` is returned as 0.0/1.0 floats of the scores' dtype.
-        """
-        if self.needs_index and index is None:
-            raise ValueError(
-                f"{self.name}: index is None; expected the dataset index of every example, "
-                "shape (batch_size,). Fix: return the index from the dataset, "
-                "(x, y, index) = batch, and pass it to the loss."
-            )
-        arrays = (scores, labels, index, *state, *params)
-        names = ("scores", "labels", "index",
-                 *(f"state.{f}" for f in state._fields), *(f"params.{f}" for f in params._fields))
-        backend = backend_of(*arrays, names=names)
-        xp = backend.namespace
-        num_samples = getattr(self, "num_samples", None)
-        scores, labels, index = _validation.check_batch(
-            self.name, backend, scores, labels, index, num_samples=num_samples, xp=xp
-        )
-        return backend, xp, scores, xp.astype(labels, scores.dtype), index
+    def _check_containers(self, state: Any, params: Any) -> None:
+        for value, kind, what in ((state, self.state_type, "state"),
+                                  (params, self.params_type, "params")):
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"{self.name}: {what} is {type(value).__name__}; expected "
+                    f"{kind.__name__}. Fix: create it with loss_fn.init() / "
+                    "loss_fn.init_params() of this loss."
+                )

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateField, focus_rows, write_rows
+from .._state import StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
-from ._base import NO_PARAMS, LossDefinition
+from ._base import Step
+from ._binary import BinaryLoss
 
 __all__ = ["APLoss", "APState"]
 
@@ -37,7 +38,7 @@ class APState(NamedTuple):
     u: Array
 
 
-class APLoss(LossDefinition):
+class APLoss(BinaryLoss):
     r"""Average-precision loss (SOAP) with per-sample moving-average estimators.
 
     Parameters
@@ -99,7 +100,6 @@ class APLoss(LossDefinition):
     """
 
     state_type = APState
-    needs_index = True
 
     def __init__(
         self,
@@ -112,35 +112,17 @@ class APLoss(LossDefinition):
     ) -> None:
         self.num_samples = check_count("APLoss", "num_samples", num_samples)
         self.gamma = check_fraction("APLoss", "gamma", gamma)
-        # margin > 0 keeps u_all > 0: the pair (i, i) contributes ℓ(0) > 0 to every estimate.
         self.margin = check_positive("APLoss", "margin", margin)
         self.surrogate = check_surrogate(surrogate)
         self.scale = check_positive("APLoss", "scale", scale)
 
-    def state_fields(self) -> dict[str, StateField]:
-        return {"u": StateField((self.num_samples, 2))}
+    def state_tables(self) -> dict[str, StateTable]:
+        return {"u": StateTable("sample", (2,))}
 
-    def apply(
-        self, state: APState, scores: Array, labels: Array, index: Array | None = None, *,
-        params: Any = NO_PARAMS,
-    ) -> tuple[Array, APState]:
-        """Return ``(loss, new_state)``; see the class docstring for the math.
-
-        Parameters
-        ----------
-        state : APState
-        scores : array, shape (B,) or (B, 1), floating
-        labels : array, shape (B,) or (B, 1), values in {0, 1}
-        index : array, shape (B,) or (B, 1), integer, in ``[0, num_samples)``
-        params : ignored (APLoss has no trainable auxiliaries)
-
-        Returns
-        -------
-        loss : array, shape ()
-        new_state : APState
-        """
-        backend, xp, scores, positive, index = self._prepare(state, params, scores, labels, index)
-        stop = backend.stop_gradient
+    def _loss(self, step: Step, state: APState, params: Any, scores: Array, labels: Array,
+              index: Array) -> tuple[Array, APState]:
+        xp, stop = step.xp, step.stop
+        positive = xp.astype(labels, scores.dtype)
         batch = scores.shape[0]
         column = xp.expand_dims  # (B,) -> (B, 1) with axis=1, (1, B) with axis=0
 
@@ -152,27 +134,21 @@ class APLoss(LossDefinition):
         batch_all = xp.sum(fixed, axis=1) / batch  # (B,)
         batch_pos = xp.sum(fixed * column(positive, 0), axis=1) / batch
 
-        # Positives that share a dataset index pool their estimates (duplicate rule).
-        same_positive = xp.astype(column(index, 1) == column(index, 0), scores.dtype)
-        same_positive = same_positive * column(positive, 0)
-        denominator = xp.maximum(xp.sum(same_positive, axis=1), xp.ones_like(positive))
-        estimate = xp.stack([batch_all, batch_pos], axis=1)  # (B, 2), columns as in the state
-        estimate = (same_positive @ estimate) / column(denominator, 1)
-
-        # The state is written for positives only, so only their rows are read and written:
-        # the other rows point at one positive's row (focus_rows) and carry its new value. A
-        # step then touches n+ rows of the table, each a cache (and TLB) miss in a large one.
-        is_positive = column(positive > 0, 1)
-        rows, anchor = focus_rows(index, positive > 0, xp=xp)
-        old = xp.astype(xp.take(state.u, rows, axis=0), scores.dtype)
-        new = xp.where(is_positive, (1 - self.gamma) * old + self.gamma * estimate, old)
-        new = xp.where(is_positive, new, xp.take(new, anchor, axis=0))
-        new_state = APState(u=write_rows(backend, state.u, rows, new, xp=xp))
+        # The state is written for positives only, so only their rows are read and written;
+        # positives that share a dataset index pool their estimates (the duplicate rule).
+        rows = self.positive_rows(step, index, positive)
+        estimate = rows.pool(xp.stack([batch_all, batch_pos], axis=1), xp)  # (B, 2)
+        old = xp.astype(xp.take(state.u, rows.rows, axis=0), scores.dtype)
+        new = rows.spread((1 - self.gamma) * old + self.gamma * estimate, old, positive, xp)
+        new_state = APState(u=step.write_rows(state.u, rows.rows, new, old))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
         stored = xp.astype(xp.astype(new, state.u.dtype), scores.dtype)
         u_all, u_pos = stored[:, 0], stored[:, 1]
-        safe_all = xp.where(positive > 0, u_all, xp.ones_like(u_all))
+        # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
+        # tiny margin underflows in float32: floor it so the weight stays finite.
+        floor = xp.asarray(1e-18, dtype=scores.dtype)
+        safe_all = xp.where(positive > 0, xp.maximum(u_all, floor), xp.ones_like(u_all))
         weights = (column(u_pos, 1) - column(u_all, 1) * column(positive, 0)) / column(
             safe_all * safe_all, 1
         )
@@ -181,3 +157,4 @@ class APLoss(LossDefinition):
         loss = xp.sum(weights * pair_loss) / (xp.maximum(num_positive, xp.ones_like(num_positive))
                                                * batch)
         return loss, new_state
+

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateField, masked_mean
+from .._state import masked_mean
 from .._validation import check_choice, check_fraction, check_positive
-from ._base import LossDefinition, NoState
+from ._base import Auxiliary, NoState, Step
+from ._binary import BinaryLoss
 
-__all__ = ["AUCMLoss", "AUCMParams"]
+__all__ = ["AUCMLoss", "AUCMParams", "aucm_value"]
 
 Array = Any
 
@@ -32,7 +33,7 @@ class AUCMParams(NamedTuple):
     alpha: Array  #: () — dual variable, kept >= 0 by the optimizer
 
 
-class AUCMLoss(LossDefinition):
+class AUCMLoss(BinaryLoss):
     r"""AUC-margin loss (min-max), versions ``"v1"`` and ``"v2"``.
 
     Parameters
@@ -88,55 +89,42 @@ class AUCMLoss(LossDefinition):
         self.version = check_choice("AUCMLoss", "version", version, ("v1", "v2"))
         self.imratio = None if imratio is None else check_fraction("AUCMLoss", "imratio", imratio)
 
-    def param_fields(self) -> dict[str, StateField]:
-        return {"a": StateField(()), "b": StateField(()), "alpha": StateField(())}
+    def auxiliaries(self) -> dict[str, Auxiliary]:
+        return {"a": Auxiliary(), "b": Auxiliary(), "alpha": Auxiliary(role="ascent", lower=0.0)}
 
-    def apply(
-        self, state: Any, scores: Array, labels: Array, index: Array | None = None, *,
-        params: Any = None,
-    ) -> tuple[Array, Any]:
-        """Return ``(loss, state)``; the state is empty and returned unchanged.
-
-        Parameters
-        ----------
-        state : NoState
-        scores : array, shape (B,) or (B, 1), floating
-        labels : array, shape (B,) or (B, 1), values in {0, 1}
-        index : array, shape (B,), optional
-            Not used by AUC-M; accepted (and validated) so every loss has one signature.
-        params : AUCMParams
-            The scalars a, b, alpha (differentiable).
-
-        Returns
-        -------
-        loss : array, shape ()
-        state : NoState
-        """
-        if not isinstance(params, AUCMParams):
-            raise TypeError(
-                f"AUCMLoss: params is {type(params).__name__}; expected AUCMParams(a, b, alpha)."
-                " Fix: create them with loss_fn.init_params(xp=...)."
-            )
-        # index is unused but validated like every input (dtype, batch size, framework).
-        backend, xp, scores, positive, _ = self._prepare(state, params, scores, labels, index)
+    def ascent_direction(self, params: AUCMParams) -> dict[str, Array]:
+        """PESG's closed-form ascent on α: the v2 objective's gradient with E+s = a, E-s = b."""
         a, b, alpha = params
-        negative = 1 - positive
-        margin = self.margin
-        if self.version == "v2":
-            return (
-                masked_mean((scores - a) ** 2, positive, xp=xp)
-                + masked_mean((scores - b) ** 2, negative, xp=xp)
-                + 2 * alpha * (margin + masked_mean(scores, negative, xp=xp)
-                               - masked_mean(scores, positive, xp=xp))
-                - alpha * alpha
-            ), NoState()
-        batch = scores.shape[0]
-        p = xp.sum(positive) / batch if self.imratio is None else self.imratio
-        mean = lambda values: xp.sum(values) / batch  # noqa: E731  (mean over the whole batch)
+        return {"alpha": 2 * (self.margin + b - a) - 2 * alpha}
+
+    def _loss(self, step: Step, state: NoState, params: AUCMParams, scores: Array,
+              labels: Array, index: Array | None) -> tuple[Array, NoState]:
+        return aucm_value(scores, labels, params, margin=self.margin, version=self.version,
+                          imratio=self.imratio, xp=step.xp), state
+
+
+def aucm_value(scores: Array, labels: Array, params: AUCMParams, *, margin: float,
+               version: str, imratio: float | None, xp: Any) -> Array:
+    """The AUC-M objective of one batch (see :class:`AUCMLoss`); shared with the losses that
+    alternate it with another objective (:class:`CompositionalAUCLoss`)."""
+    a, b, alpha = params
+    positive = xp.astype(labels, scores.dtype)
+    negative = 1 - positive
+    if version == "v2":
         return (
-            (1 - p) * mean((scores - a) ** 2 * positive)
-            + p * mean((scores - b) ** 2 * negative)
-            + 2 * alpha * (p * (1 - p) * margin
-                           + mean(p * scores * negative - (1 - p) * scores * positive))
-            - p * (1 - p) * alpha * alpha
-        ), NoState()
+            masked_mean((scores - a) ** 2, positive, xp=xp)
+            + masked_mean((scores - b) ** 2, negative, xp=xp)
+            + 2 * alpha * (margin + masked_mean(scores, negative, xp=xp)
+                           - masked_mean(scores, positive, xp=xp))
+            - alpha * alpha
+        )
+    batch = scores.shape[0]
+    p = xp.sum(positive) / batch if imratio is None else imratio
+    mean = lambda values: xp.sum(values) / batch  # noqa: E731  (mean over the whole batch)
+    return (
+        (1 - p) * mean((scores - a) ** 2 * positive)
+        + p * mean((scores - b) ** 2 * negative)
+        + 2 * alpha * (p * (1 - p) * margin
+                       + mean(p * scores * negative - (1 - p) * scores * positive))
+        - p * (1 - p) * alpha * alpha
+    )
