@@ -28,7 +28,8 @@ from xrisk._adapter_support import (
 )
 from xrisk.losses import NO_PARAMS
 
-__all__ = ["XRiskLoss", "StatefulLoss", "APLoss", "AUCMLoss"]
+# One class per entry of the core registry (a missing one fails this import).
+__all__ = ["XRiskLoss", "StatefulLoss", *xrisk.LOSSES]
 
 DType = str | Any | None
 Device = Any
