@@ -120,3 +120,92 @@ def test_jax_iterators():
     multi = np.column_stack([LABELS, LABELS[::-1]])
     _, _, (index, task) = next(IndexedDataset(DATA, multi).batches(TriSampler(multi, 4, num_pos=1)))
     assert index.shape == task.shape == (8,)
+
+
+# -- LibAUC's DataLoader(sampler=...) idiom and list keys -----------------------------------
+
+
+class _PlainDataset:  # a user's own map-style dataset, as ported from LibAUC
+    def __init__(self, data, targets):
+        self.data, self.targets = data, targets
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        return self.data[index], self.targets[index], index
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # workers never touch JAX
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_torch_sampler_slot_raises_and_names_batch_sampler(num_workers):
+    from torch.utils.data import DataLoader
+
+    from xrisk.torch.data import DualSampler, IndexedDataset, TriSampler
+
+    multi = np.column_stack([LABELS, LABELS[::-1]])
+    for dataset, sampler in (
+        (IndexedDataset(DATA, LABELS), DualSampler(LABELS, 10, sampling_rate=0.2)),
+        (_PlainDataset(DATA, LABELS), DualSampler(LABELS, 10, sampling_rate=0.2)),
+        (IndexedDataset(DATA, multi), TriSampler(multi, 4, num_pos=1)),
+    ):
+        loader = DataLoader(dataset, batch_size=10, sampler=sampler, num_workers=num_workers)
+        with pytest.raises(TypeError, match=r"batch_size=10.*batch_sampler=sampler"):
+            next(iter(loader))
+    # the batch_sampler= form of the same loader trains on whole, correct batches
+    sampler = DualSampler(LABELS, 10, sampling_rate=0.2, seed=0)
+    loader = DataLoader(_PlainDataset(DATA, LABELS), batch_sampler=sampler)
+    _, y, index = next(iter(loader))
+    assert y.tolist() == [1, 1] + [0] * 8 and index.tolist() == sampler.batch(0, epoch=0).tolist()
+
+
+def test_indexed_dataset_refuses_a_batch_as_one_key():
+    from torch.utils.data import DataLoader
+
+    from xrisk.torch.data import DualSampler, IndexedDataset
+
+    data = IndexedDataset(DATA, LABELS)
+    for key in ([3, 4], np.array([3, 4]), torch.tensor([3, 4]), [(3, 0), (4, 1)], [3]):
+        with pytest.raises(TypeError, match="whole batch.*batch_sampler=sampler"):
+            data[key]
+    with pytest.raises(TypeError, match="bool"):
+        data[True]
+    with pytest.raises(TypeError, match="tuple of 3"):
+        data[(1, 2, 3)]
+    with pytest.raises(IndexError, match="beyond the data"):
+        data[np.int64(100)]
+    for key in (3, np.int64(3), np.array(3), torch.tensor(3)):
+        x, y, i = data[key]
+        assert i == 3 and type(i) is int and y == LABELS[3]
+    assert data[(3, np.int64(1))][2] == (3, 1)
+    # batch_size=None hands each sampler batch to __getitem__ as is: refused as well
+    loader = DataLoader(data, batch_size=None, sampler=DualSampler(LABELS, 10))
+    with pytest.raises(TypeError, match="whole batch"):
+        next(iter(loader))
+
+
+def test_torch_dataset_as_first_sampler_argument_names_the_labels():
+    from torch.utils.data import TensorDataset
+
+    from xrisk.torch.data import DualSampler, IndexedDataset, TriSampler
+
+    plain = TensorDataset(torch.tensor(DATA), torch.tensor(LABELS))
+    with pytest.raises(TypeError, match=r"TensorDataset.*DualSampler\(dataset\.targets"):
+        DualSampler(plain, 10)
+    indexed = IndexedDataset(DATA, LABELS)
+    with pytest.raises(TypeError, match=r"has \.targets.*DualSampler\(dataset\.targets"):
+        DualSampler(indexed, 10, labels=LABELS, random_seed=0)
+    assert len(DualSampler(indexed.targets, 10)) == len(DualSampler(LABELS, 10))
+    with pytest.raises(TypeError, match=r"TriSampler\(dataset\.targets"):
+        TriSampler(indexed, 4)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
+def test_adapter_data_docstrings(framework):
+    import doctest
+    import importlib
+
+    pytest.importorskip(framework)
+    module = importlib.import_module(f"xrisk.{framework}.data")
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import warnings
 
 import numpy as np
 import pytest
@@ -409,8 +410,181 @@ def test_random_sampler():
         RandomSampler(2.5, 1)
 
 
-@pytest.mark.parametrize("module", ["dual", "tri", "random"])
+@pytest.mark.parametrize("module", ["dual", "tri", "random", "_base"])
 def test_docstring_examples(module):
     mod = importlib.import_module(f"xrisk.samplers.{module}")
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- resume: set_epoch, several iterators, state validation ---------------------------------
+
+
+def test_set_epoch_after_load_keeps_the_restored_position():
+    labels = binary(20, 200)
+    reference = DualSampler(labels, 10, num_pos=2, seed=4)
+    sampler = DualSampler(labels, 10, num_pos=2, seed=4)
+    sampler.load_state_dict({"seed": 4, "epoch": 2, "position": 3})
+    sampler.set_epoch(2)  # the DistributedSampler habit, right after resuming
+    assert sampler.state_dict() == {"seed": 4, "epoch": 2, "position": 3}
+    rest = np.stack(list(sampler))
+    np.testing.assert_array_equal(rest, reference.epoch_batches(2)[3:])
+    assert sampler.state_dict() == {"seed": 4, "epoch": 3, "position": 0}
+    # without a pending resume set_epoch starts the epoch at 0, as DistributedSampler does
+    partial = iter(sampler)
+    next(partial), next(partial)
+    sampler.set_epoch(3)
+    np.testing.assert_array_equal(next(iter(sampler)), reference.batch(0, epoch=3))
+    # another epoch than the restored one starts at 0 (and says the restored position is left)
+    sampler.load_state_dict({"seed": 4, "epoch": 2, "position": 3})
+    with pytest.warns(UserWarning, match="position=3 of epoch 2"):
+        sampler.set_epoch(5)
+    assert sampler.state_dict() == {"seed": 4, "epoch": 5, "position": 0}
+    sampler.load_state_dict({"seed": 4, "epoch": 2, "position": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sampler.set_epoch(4)  # nothing of epoch 2 was consumed: no warning
+
+
+def test_each_iterator_starts_at_the_saved_position_and_the_newest_one_leads():
+    labels = binary(20, 200)
+    sampler = DualSampler(labels, 10, num_pos=2, seed=1)
+    plan = sampler.epoch_batches(0)
+    first = iter(sampler)
+    np.testing.assert_array_equal(next(first), plan[0])
+    np.testing.assert_array_equal(next(first), plan[1])
+    second = iter(sampler)  # starts where the sampler stands, then leads it
+    np.testing.assert_array_equal(next(second), plan[2])
+    assert sampler.state_dict()["position"] == 3
+    np.testing.assert_array_equal(next(first), plan[2])  # the old one keeps its own order ...
+    assert sampler.state_dict()["position"] == 3  # ... but no longer moves the sampler
+    assert len(list(first)) == len(plan) - 3
+    assert sampler.state_dict() == {"seed": 1, "epoch": 0, "position": 3}
+    assert len(list(second)) == len(plan) - 3
+    assert sampler.state_dict() == {"seed": 1, "epoch": 1, "position": 0}
+    # set_epoch and load_state_dict detach a running iterator too
+    third = iter(sampler)
+    next(third)
+    sampler.set_epoch(7)
+    next(third)
+    assert sampler.state_dict() == {"seed": 1, "epoch": 7, "position": 0}
+
+
+GOOD_STATE = {"seed": 5, "epoch": 2, "position": 3}
+
+
+@pytest.mark.parametrize(
+    ("state", "error", "match"),
+    [
+        ({**GOOD_STATE, "epoch": 2.0}, TypeError, r"epoch.*2\.0"),
+        ({**GOOD_STATE, "position": 3.5}, TypeError, r"position.*3\.5"),
+        ({**GOOD_STATE, "position": "3"}, TypeError, r"position.*'3'"),
+        ({**GOOD_STATE, "epoch": True}, TypeError, "epoch.*True"),
+        ({**GOOD_STATE, "seed": 5.0}, TypeError, r"seed.*5\.0"),
+        ({**GOOD_STATE, "position": np.array(3.0)}, TypeError, "position"),
+        ({**GOOD_STATE, "epoch": -1}, ValueError, "epoch.*-1"),
+        ({**GOOD_STATE, "position": -2}, ValueError, "position.*-2"),
+        ({"seed": 5, "epoch": 2}, ValueError, r"missing \['position'\]"),
+        ({**GOOD_STATE, "step": 9}, ValueError, r"unknown \['step'\]"),
+        ({**GOOD_STATE, "seed": 6}, ValueError, "seed=6"),
+        ({**GOOD_STATE, "position": 999}, ValueError, "position=999"),
+        ([5, 2, 3], TypeError, "list"),
+    ],
+)
+def test_load_state_dict_rejects_bad_state_and_changes_nothing(state, error, match):
+    sampler = DualSampler(binary(20, 200), 10, num_pos=2, seed=5)
+    sampler.load_state_dict({"seed": 5, "epoch": 1, "position": 4})
+    with pytest.raises(error, match=match):
+        sampler.load_state_dict(state)
+    assert sampler.state_dict() == {"seed": 5, "epoch": 1, "position": 4}
+    sampler.set_epoch(1)  # the earlier load is still the pending resume
+    assert sampler.state_dict()["position"] == 4
+
+
+def test_load_state_dict_accepts_integer_scalars():
+    sampler = DualSampler(binary(20, 200), 10, num_pos=2, seed=5)
+    sampler.load_state_dict({"seed": np.int64(5), "epoch": np.array(2), "position": np.int32(3)})
+    assert sampler.state_dict() == GOOD_STATE
+    assert all(type(v) is int for v in sampler.state_dict().values())
+
+
+# -- yielded indices: int64 numpy arrays the caller owns ------------------------------------
+
+
+def all_samplers():
+    y = multilabel(n=60, tasks=3)
+    pairs = interactions(num_queries=6, num_items=30)
+    return [
+        DualSampler(binary(10, 50), 8, num_pos=2, seed=0),
+        DualSampler(binary(10, 50), 8, num_pos=2, seed=0).shard(1, 2),
+        RandomSampler(23, 5, seed=0),
+        RandomSampler(23, 5, drop_last=False, seed=0),
+        TriSampler(y, 4, num_sampled_tasks=2, num_pos=1, seed=0),
+        TriSampler(pairs, 5, num_sampled_tasks=2, num_pos=1, mode="ranking", seed=0),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_batches_are_int64_arrays_that_the_caller_may_modify(index):
+    sampler = all_samplers()[index]
+    fresh = all_samplers()[index]
+
+    def arrays(out):
+        return list(out) if isinstance(out, tuple) else [out]
+
+    outputs = [*list(sampler), sampler.batch(0)]
+    if index != 3:  # drop_last=False cannot be stacked
+        outputs.append(sampler.epoch_batches(0))
+    for out in outputs:
+        for part in arrays(out):
+            assert type(part) is np.ndarray and part.dtype == np.int64
+            part[...] = -1  # must not corrupt the sampler's cached epoch
+    for position in range(len(sampler)):
+        for got, want in zip(
+            arrays(sampler.batch(position, epoch=0)),
+            arrays(fresh.batch(position, epoch=0)),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(got, want)
+
+
+# -- LibAUC spellings ---------------------------------------------------------------------
+
+
+class _LibAUCStyleDataset:
+    """What LibAUC's samplers take first: a dataset with ``.targets``."""
+
+    def __init__(self, targets):
+        self.targets = targets
+
+    def __len__(self):
+        return len(self.targets)
+
+    def __getitem__(self, i):
+        return np.zeros(2), self.targets[i], i
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda y, ds: DualSampler(ds, 8), r"DualSampler\(dataset\.targets"),
+        (lambda y, ds: DualSampler(ds, 8, labels=y), r"DualSampler\(labels, batch_size"),
+        (lambda y, ds: DualSampler(y, 8, random_seed=1), "seed=1"),
+        (lambda y, ds: DualSampler(y, 8, num_sampled_tasks=2), "TriSampler"),
+        (lambda y, ds: DualSampler(y, batch_size_per_gpu=4), r"batch_size=.*shard"),
+        (lambda y, ds: DualSampler(y, batch_size_per_task=4), "batch_size=4"),
+        (lambda y, ds: DualSampler(y, 8, None, True), "keyword-only"),
+        (lambda y, ds: DualSampler(dataset=ds, batch_size=8), r"DualSampler\(dataset\.targets"),
+        (lambda y, ds: TriSampler(ds, 4), r"TriSampler\(dataset\.targets"),
+        (lambda y, ds: TriSampler(y, batch_size=4), "batch_size_per_task=4"),
+        (lambda y, ds: TriSampler(y, 4, random_seed=3), "seed=3"),
+        (lambda y, ds: TriSampler(y, 4, num_sampled_tasks_per_gpu=1), "num_sampled_tasks=1"),
+        (lambda y, ds: TriSampler(y, 4, 2, 0.5), "keyword-only"),
+        (lambda y, ds: RandomSampler(ds, 8), r"len\(dataset\)"),
+        (lambda y, ds: RandomSampler(60, 8, random_seed=2), "seed=2"),
+    ],
+)
+def test_libauc_argument_names_get_the_xrisk_spelling(build, match):
+    y = binary(10, 50)
+    with pytest.raises(TypeError, match=match):
+        build(y, _LibAUCStyleDataset(y))

@@ -5,6 +5,11 @@ as they are (``jnp.asarray`` or as jit arguments); they are re-exported here und
 names as in ``xrisk.torch`` and ``xrisk.tensorflow``. :meth:`IndexedDataset.batches` gathers
 ``(x, y, index)`` per batch and puts them on the default device.
 
+Resuming: save ``sampler.state_dict(batches_consumed=i + 1)`` with ``i`` from
+``for i, batch in enumerate(dataset.batches(sampler))`` (the same call as with torch and
+TensorFlow; nothing prefetches here, so it equals ``sampler.state_dict()``), then
+``load_state_dict`` and ``set_epoch(epoch)`` on a fresh sampler.
+
 Examples
 --------
 >>> import numpy as np

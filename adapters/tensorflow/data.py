@@ -4,15 +4,29 @@ Each sampler has :meth:`as_dataset`, a ``tf.data.Dataset`` that yields the sampl
 (int64 tensors); iterating it again runs the next epoch (the sampler advances by itself, or
 call ``set_epoch``). :class:`IndexedDataset` gathers ``(x, y, index)`` inside the pipeline.
 
+Resuming: iterate the dataset once per epoch (no ``.repeat()``). ``.prefetch`` draws batches
+from the sampler ahead of the loop, so save the loop's position,
+``sampler.state_dict(batches_consumed=i + 1)`` with ``i`` from
+``for i, batch in enumerate(dataset)``; a fresh sampler's ``load_state_dict`` and
+``set_epoch(epoch)`` then continue with the first batch not trained on.
+
 Examples
 --------
 >>> import numpy as np
 >>> from xrisk.tensorflow.data import DualSampler, IndexedDataset
 >>> labels = np.array([1] * 10 + [0] * 90)
 >>> data = IndexedDataset(np.zeros((100, 3)), labels)
->>> x, y, index = next(iter(data.as_dataset(DualSampler(labels, 10))))
->>> tuple(x.shape), int(y[:5].numpy().sum())
-((10, 3), 5)
+>>> sampler = DualSampler(labels, 10)
+>>> x, y, index = next(iter(data.as_dataset(sampler)))
+>>> tuple(x.shape), int(y[:5].numpy().sum()), index.dtype.name
+((10, 3), 5, 'int64')
+>>> sampler.set_epoch(0)
+>>> pipeline = data.as_dataset(sampler).prefetch(2)
+>>> for i, (x, y, index) in enumerate(pipeline):
+...     if i == 2:
+...         break
+>>> sampler.state_dict(batches_consumed=i + 1)["position"]  # the loop's, not the prefetcher's
+3
 """
 
 from __future__ import annotations

@@ -1,11 +1,19 @@
 """PyTorch face of the samplers and the ``(x, y, index)`` dataset.
 
 The samplers are ``torch.utils.data.Sampler`` batch samplers: pass them as
-``DataLoader(dataset, batch_sampler=sampler)``. Each yields one list per batch: dataset
+``DataLoader(dataset, batch_sampler=sampler)`` (no ``batch_size``, ``shuffle`` or
+``drop_last``; the batch size is the sampler's). Each yields one list per batch: dataset
 indices (``DualSampler``, ``RandomSampler``), ``(index, task_id)`` pairs (``TriSampler``
-classification, LibAUC's contract) or ``(item_ids, query_id)`` pairs (``TriSampler`` ranking).
-All the core methods stay available (``set_epoch``, ``state_dict``, ``shard`` for DDP,
-``batch``, ``epoch_batches``).
+classification, LibAUC's contract) or ``(item_ids, query_id)`` pairs (``TriSampler`` ranking);
+the default collate function turns them into int64 tensors. LibAUC's idiom
+``DataLoader(dataset, batch_size=32, sampler=sampler)`` raises a TypeError that names
+``batch_sampler=``: torch would wrap the sampler in a ``BatchSampler`` and make each of its
+batches a single item. All the core methods stay available (``set_epoch``, ``state_dict``,
+``load_state_dict``, ``shard`` for DDP, ``batch``, ``epoch_batches``).
+
+Resuming: a ``DataLoader`` with workers draws batches from the sampler ahead of the training
+loop, so save the loop's position, ``sampler.state_dict(batches_consumed=i + 1)`` with ``i``
+from ``for i, batch in enumerate(loader)``; see :class:`xrisk.samplers.DualSampler`.
 
 Examples
 --------
@@ -14,18 +22,28 @@ Examples
 >>> from xrisk.torch.data import DualSampler, IndexedDataset
 >>> labels = np.array([1] * 10 + [0] * 90)
 >>> data = IndexedDataset(np.random.default_rng(0).normal(size=(100, 3)), labels)
->>> loader = DataLoader(data, batch_sampler=DualSampler(labels, 10, sampling_rate=0.2))
+>>> sampler = DualSampler(labels, 10, sampling_rate=0.2)
+>>> loader = DataLoader(data, batch_sampler=sampler)
 >>> x, y, index = next(iter(loader))
 >>> tuple(x.shape), y.tolist()[:3], index.dtype
 ((10, 3), [1, 1, 0], torch.int64)
+>>> for epoch in range(2):  # the resumable loop
+...     sampler.set_epoch(epoch)
+...     for i, (x, y, index) in enumerate(loader):
+...         state = sampler.state_dict(batches_consumed=i + 1)  # save it with the model
+>>> state["epoch"], state["position"]
+(2, 0)
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
-from torch.utils.data import Dataset, Sampler
+import numpy as np
+from torch.utils.data import BatchSampler, Dataset, Sampler
 
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
@@ -33,41 +51,65 @@ from xrisk import samplers as _samplers
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
 
 
-class DualSampler(_samplers.DualSampler, Sampler):  # type: ignore[type-arg]
+def _refuse_sampler_slot(sampler: Any, caller: FrameType | None) -> None:
+    """Raise if ``caller`` is a ``BatchSampler`` iterating ``sampler`` (``DataLoader(sampler=)``).
+
+    Why: torch wraps a ``sampler=`` in a ``BatchSampler`` that takes each element as one item;
+    our elements are whole batches, so the loader would silently read one example per batch
+    (or hand the dataset a list of indices). Only the caller's ``self`` is read.
+    """
+    owner = caller.f_locals.get("self") if caller is not None else None
+    if isinstance(owner, BatchSampler) and owner.sampler is sampler:
+        name = type(sampler).__name__
+        raise TypeError(
+            f"{name}: the DataLoader wrapped this sampler in a BatchSampler of batch_size="
+            f"{owner.batch_size} (DataLoader(dataset, batch_size=..., sampler=sampler), "
+            f"LibAUC's idiom); xrisk's torch samplers yield whole batches, so each batch would "
+            "become one item. Expected the sampler as batch_sampler. Fix: "
+            "DataLoader(dataset, batch_sampler=sampler) with no batch_size, shuffle or "
+            "drop_last (the batch size is the sampler's)."
+        )
+
+
+class _TorchBatches:
+    """Mixin: iterate a core sampler as a torch batch sampler (one list of keys per batch)."""
+
+    def _keys(self, batch: Any) -> list[Any]:
+        return batch.tolist()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        _refuse_sampler_slot(self, sys._getframe(1))
+        # map, not a generator: the core registers the pass at iter() time (resume position)
+        return map(self._keys, super().__iter__())  # type: ignore[misc]
+
+
+class DualSampler(_TorchBatches, _samplers.DualSampler, Sampler):  # type: ignore[type-arg]
     """Batch sampler version of :class:`xrisk.samplers.DualSampler` (same arguments)."""
 
-    def __iter__(self) -> Iterator[list[int]]:
-        for batch in super().__iter__():
-            yield batch.tolist()
 
-
-class RandomSampler(_samplers.RandomSampler, Sampler):  # type: ignore[type-arg]
+class RandomSampler(_TorchBatches, _samplers.RandomSampler, Sampler):  # type: ignore[type-arg]
     """Batch sampler version of :class:`xrisk.samplers.RandomSampler` (same arguments)."""
 
-    def __iter__(self) -> Iterator[list[int]]:
-        for batch in super().__iter__():
-            yield batch.tolist()
 
-
-class TriSampler(_samplers.TriSampler, Sampler):  # type: ignore[type-arg]
+class TriSampler(_TorchBatches, _samplers.TriSampler, Sampler):  # type: ignore[type-arg]
     """Batch sampler version of :class:`xrisk.samplers.TriSampler` (same arguments).
 
     Classification batches are lists of ``(index, task_id)`` pairs, which
     :class:`IndexedDataset` answers with ``(x, y, (index, task_id))``; ranking batches are
-    lists of ``(item_ids, query_id)`` pairs.
+    lists of ``(item_ids, query_id)`` pairs (``item_ids`` an int64 array).
     """
 
-    def __iter__(self) -> Iterator[list[Any]]:
-        for first, second in super().__iter__():
-            if self.mode == "classification":
-                yield list(zip(first.tolist(), second.tolist(), strict=True))
-            else:
-                yield list(zip(first, second.tolist(), strict=True))
+    def _keys(self, batch: tuple[np.ndarray, np.ndarray]) -> list[Any]:
+        first, second = batch
+        if self.mode == "classification":
+            return list(zip(first.tolist(), second.tolist(), strict=True))
+        return list(zip(first, second.tolist(), strict=True))
 
 
 class IndexedDataset(_datasets.IndexedDataset, Dataset):  # type: ignore[type-arg]
     """``torch.utils.data.Dataset`` whose item ``i`` is ``(x[i], y[i], i)``.
 
     Same arguments as :class:`xrisk.datasets.IndexedDataset`; the default collate function
-    turns the numpy items into tensors.
+    turns the numpy items into tensors. A list of indices as item key (what
+    ``DataLoader(sampler=xrisk_sampler)`` passes) raises a TypeError naming ``batch_sampler=``.
     """

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._inputs import class_labels, to_numpy
+from .._inputs import class_labels, preview, to_numpy
 
 __all__ = ["IndexedDataset"]
 
@@ -28,7 +28,9 @@ class IndexedDataset:
     -----
     An item key may be an int or, for :class:`~xrisk.samplers.TriSampler` in classification
     mode, a pair ``(i, task)``; the item is then ``(x[i], y[i], (i, task))`` (LibAUC's contract).
-    :meth:`batch` gathers a whole index array at once.
+    :meth:`batch` gathers a whole index array at once. A list or array key (a whole batch) is
+    refused with a TypeError: it is what a torch ``DataLoader`` passes when an xrisk sampler is
+    given as ``sampler=`` instead of ``batch_sampler=``.
 
     Examples
     --------
@@ -68,15 +70,57 @@ class IndexedDataset:
         return idx
 
     def __getitem__(self, key: Any) -> tuple[Any, Any, Any]:
+        """Item ``(x[i], y[i], i)`` for an integer key ``i``, ``(x[i], y[i], (i, task))`` for a
+        pair ``(i, task)``.
+
+        Raises
+        ------
+        TypeError
+            The key holds several indices (a list or array): that is a whole batch, which
+            reaches ``__getitem__`` when an xrisk sampler is given to a DataLoader as
+            ``sampler=``. Use ``DataLoader(dataset, batch_sampler=sampler)`` or :meth:`batch`.
+        IndexError
+            The index is outside ``[0, len(self))``.
+        """
         if isinstance(key, tuple):
-            i = int(self.check_index(key[0])[0])
+            if len(key) != 2:
+                raise TypeError(
+                    f"IndexedDataset: item key is a tuple of {len(key)} values; expected an "
+                    "index or an (index, task_id) pair (TriSampler's contract). Fix: pass one "
+                    "of those, or use dataset.batch(index) for an index array."
+                )
+            i = self._one_index(key[0])
+            task = self._one_index(key[1], name="task id", in_range=False)
             x, y, _ = self[i]
-            return x, y, (i, int(key[1]))
-        i = int(self.check_index(key)[0])
+            return x, y, (i, task)
+        i = self._one_index(key)
         x = self.data[i]
         if self.transform is not None:
             x = self.transform(x)
         return x, self.targets[i], i
+
+    def _one_index(self, key: Any, *, name: str = "index", in_range: bool = True) -> int:
+        """``key`` as one int >= 0 (and < ``len(self)`` if ``in_range``); else raise."""
+        plain = isinstance(key, int) and not isinstance(key, bool) and key >= 0
+        if plain and (not in_range or key < len(self)):
+            return key  # the DataLoader's common case, without array conversions
+        values = to_numpy(key)
+        if isinstance(key, bool) or values.dtype == bool:
+            raise TypeError(
+                f"IndexedDataset: {name} {key!r} is a bool; expected an integer. Fix: pass the "
+                "integer position of the example."
+            )
+        if values.ndim != 0:
+            raise TypeError(
+                f"IndexedDataset: item key holds {values.size} indices {preview(values)}, i.e. a "
+                f"whole batch; expected one {name}. A DataLoader given an xrisk sampler as "
+                "sampler= treats each of its batches as one item (and would train on one "
+                "example per batch). Fix: DataLoader(dataset, batch_sampler=sampler) with no "
+                "batch_size, shuffle or drop_last; for an index array use dataset.batch(index)."
+            )
+        if not in_range:
+            return int(class_labels("IndexedDataset", values.reshape(1), name=name)[0])
+        return int(self.check_index(values)[0])
 
     def batch(self, index: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(x[index], y[index], index)`` for an index array of shape (B,)."""

@@ -9,8 +9,11 @@ run resumed from ``state_dict()`` replays the batches it would have seen.
 from __future__ import annotations
 
 import copy
+import functools
 import math
-from collections.abc import Iterator
+import operator
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,10 +165,28 @@ class BaseSampler:
     ``_global_batch(epoch, position)`` (a tuple of arrays) and ``_split(parts, rank,
     world_size)``; it may override ``_global_epoch`` with a vectorised version and
     ``_check_shardable``.
+
+    Notes
+    -----
+    **Position.** The sampler stands at ``(epoch, position)``: the next batch that a new
+    iterator yields. Each ``iter(sampler)`` starts there and from then on the sampler follows
+    that newest iterator (one pass over the sampler); an older iterator still yields the rest
+    of its own epoch but no longer moves the sampler, so abandoning a pass (``break``, then a
+    new ``iter(loader)``) is safe. :meth:`set_epoch` and :meth:`load_state_dict` detach a
+    running iterator the same way. After the last batch of an epoch the sampler moves to
+    ``(epoch + 1, 0)`` by itself.
+
+    **Saving the training loop's position.** A prefetching loader (torch ``DataLoader`` with
+    workers, ``tf.data`` with ``prefetch``) draws batches before the loop trains on them, so
+    the sampler's own position runs ahead of the loop. Save
+    ``sampler.state_dict(batches_consumed=n)`` where ``n`` is the number of batches the loop
+    took from the current pass (``i + 1`` in ``for i, batch in enumerate(loader)``); load it
+    into a fresh sampler with :meth:`load_state_dict` and call ``set_epoch(epoch)`` as usual:
+    the resumed run yields exactly the batches the interrupted one had not trained on.
     """
 
     _owner = "Sampler"
-    _stackable = True  # epoch_batches() is cheap, so __iter__ walks its rows
+    _stackable = True  # epoch_batches() is cheap, so __iter__ copies out its rows
     seed: int
     shuffle: bool
 
@@ -174,6 +195,14 @@ class BaseSampler:
         self.rank = 0
         self.world_size = 1
         self._position = 0
+        self._detach()
+        self._restored = False  # a loaded position that no iterator has started from yet
+
+    def _detach(self) -> None:
+        """Forget the running pass: a new one (not yet produced anything) starts here."""
+        self._leader: object | None = None
+        self._pass_start = (self.epoch, self._position)
+        self._pass_produced = 0
 
     # -- to be provided by subclasses -------------------------------------------------------
     def _num_global_batches(self) -> int:
@@ -190,7 +219,9 @@ class BaseSampler:
 
     @staticmethod
     def _output(parts: tuple[Any, ...]) -> Any:
-        return parts[0] if len(parts) == 1 else parts
+        # Fresh int64 arrays: the caller may modify them without touching the cached epoch.
+        arrays = tuple(np.array(part, dtype=np.int64) for part in parts)
+        return arrays[0] if len(arrays) == 1 else arrays
 
     # -- public interface ------------------------------------------------------------------
     def __len__(self) -> int:
@@ -198,9 +229,29 @@ class BaseSampler:
         return self._num_global_batches()
 
     def set_epoch(self, epoch: int) -> None:
-        """Select the epoch whose batches the next ``__iter__`` yields (from position 0)."""
-        self.epoch = check_count(self._owner, "epoch", epoch, minimum=0)
-        self._position = 0
+        """Select the epoch whose batches the next ``iter()`` yields, from position 0.
+
+        Right after :meth:`load_state_dict` for the same epoch the restored position is kept,
+        so the usual loop (``set_epoch(epoch)`` at the top of every epoch, as with torch's
+        ``DistributedSampler``) resumes where the checkpoint was taken. Selecting another epoch
+        than a restored mid-epoch position warns that the rest of that epoch is left out.
+        A running iterator is detached (it no longer moves the sampler).
+        """
+        ep = check_count(self._owner, "epoch", epoch, minimum=0)
+        if self._restored and ep == self.epoch:
+            self._detach()
+            return
+        if self._restored and 0 < self._position < len(self):
+            warnings.warn(
+                f"{self._owner}: set_epoch({ep}) after load_state_dict restored position="
+                f"{self._position} of epoch {self.epoch}; the remaining batches of epoch "
+                f"{self.epoch} are skipped. Fix: resume with set_epoch({self.epoch}) (the epoch "
+                "of state_dict()['epoch']) to train the rest of that epoch first.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.epoch, self._position, self._restored = ep, 0, False
+        self._detach()
 
     def _check_position(self, position: object) -> int:
         pos = check_count(self._owner, "position", position, minimum=0)
@@ -214,84 +265,171 @@ class BaseSampler:
     def batch(self, position: int, epoch: int | None = None) -> Any:
         """Return the batch at ``position`` of ``epoch`` (default: the current epoch) for this rank.
 
-        It is a pure function of ``(seed, epoch, position)`` and of ``(rank, world_size)``.
+        It is a pure function of ``(seed, epoch, position)`` and of ``(rank, world_size)``:
+        a fresh int64 numpy array (or a tuple of them, see the sampler's *Yields*).
         """
         ep = self.epoch if epoch is None else check_count(self._owner, "epoch", epoch, minimum=0)
         pos = self._check_position(position)
-        parts = self._global_batch(ep, pos)
+        return self._output(self._rank_batch(ep, pos))
+
+    def _rank_batch(self, epoch: int, position: int) -> tuple[np.ndarray, ...]:
+        parts = self._global_batch(epoch, position)
         if self.world_size > 1:
             parts = self._split(parts, self.rank, self.world_size)
-        return self._output(parts)
+        return tuple(parts)
 
     def epoch_batches(self, epoch: int | None = None) -> Any:
-        """All batches of ``epoch`` for this rank, stacked along a new first axis."""
+        """All batches of ``epoch`` for this rank, stacked along a new first axis (int64)."""
         ep = self.epoch if epoch is None else check_count(self._owner, "epoch", epoch, minimum=0)
-        parts = self._global_epoch(ep)
+        return self._output(self._rank_epoch(ep))
+
+    def _rank_epoch(self, epoch: int) -> tuple[np.ndarray, ...]:
+        parts = self._global_epoch(epoch)
         if self.world_size > 1:
             parts = self._split(parts, self.rank, self.world_size)
-        return self._output(parts)
+        return tuple(parts)
 
     def _global_epoch(self, epoch: int) -> tuple[np.ndarray, ...]:
         rows = [self._global_batch(epoch, p) for p in range(len(self))]
         return tuple(np.stack(column) for column in zip(*rows, strict=True))
 
     def __iter__(self) -> Iterator[Any]:
-        """Yield the remaining batches of the current epoch, then move to the next epoch.
+        """Yield the rest of the current epoch from the sampler's position, then advance.
 
-        Iteration starts at the position restored by :meth:`load_state_dict` (0 otherwise).
-        After the last batch the sampler advances to ``epoch + 1`` by itself;
-        :meth:`set_epoch` chooses an epoch explicitly (as with ``DistributedSampler``).
+        Every batch is a fresh int64 numpy array (or a tuple of them), which the caller may
+        modify. The new iterator leads the sampler from now on (see the class notes); after
+        its last batch the sampler stands at ``(epoch + 1, 0)``.
         """
-        epoch = self.epoch
-        if self._stackable:  # one vectorised epoch, then cheap row views
-            parts = self.epoch_batches(epoch)
-            rows = zip(*parts, strict=True) if isinstance(parts, tuple) else iter(parts)
-            for _ in range(self._position):
-                next(rows)
-            for row in rows:
-                self._position += 1
-                yield row
-        else:
-            while self._position < len(self):
-                position = self._position
-                self._position += 1
-                yield self.batch(position, epoch)
-        self.epoch = epoch + 1
-        self._position = 0
+        # Not a generator: the pass is registered at iter() time, before the first next().
+        token = object()
+        epoch, position = self.epoch, self._position
+        self._detach()
+        self._leader, self._restored = token, False
+        return self._walk(token, epoch, position)
 
-    def state_dict(self) -> dict[str, int]:
-        """Return ``{"seed", "epoch", "position"}``: enough to replay the rest of the epoch."""
-        return {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+    def _walk(self, token: object, epoch: int, position: int) -> Iterator[Any]:
+        length = len(self)
+        parts: tuple[np.ndarray, ...] = ()
+        if self._stackable:  # one vectorised epoch, then a copy of one row per batch
+            parts = tuple(np.asarray(p, dtype=np.int64) for p in self._rank_epoch(epoch))
+        single = parts[0] if len(parts) == 1 else None
+        while position < length:
+            out: Any
+            if single is not None:  # the hot path: ~0.3 us per batch
+                out = single[position].copy()
+            elif parts:
+                out = tuple(part[position].copy() for part in parts)
+            else:
+                out = self._output(self._rank_batch(epoch, position))
+            position += 1
+            if self._leader is token:
+                self._position = position
+                self._pass_produced += 1
+            yield out
+        if self._leader is token:
+            self.epoch, self._position = epoch + 1, 0
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from a :meth:`state_dict`; the seed must match the one of this sampler."""
-        missing = {"seed", "epoch", "position"} - set(state)
-        if missing:
-            raise KeyError(
-                f"{self._owner}: state is missing {sorted(missing)}; expected the dict returned "
-                "by state_dict(). Fix: save and load sampler.state_dict() unchanged."
-            )
-        if int(state["seed"]) != self.seed:
+    def state_dict(self, *, batches_consumed: int | None = None) -> dict[str, int]:
+        """Return ``{"seed", "epoch", "position"}``: where a resumed run starts.
+
+        Parameters
+        ----------
+        batches_consumed : int, optional
+            The number of batches the training loop took from the current pass over the
+            sampler (``i + 1`` in ``for i, batch in enumerate(loader)``; the pass is the latest
+            ``iter()``, e.g. of the ``DataLoader`` or ``tf.data`` pipeline). The state is then
+            the loop's position, however far a prefetching loader has read ahead. Default:
+            the sampler's own position (the same when nothing prefetches, e.g. a plain JAX
+            loop).
+
+        Returns
+        -------
+        dict of str to int
+            ``seed``, ``epoch`` and ``position`` (the next batch to train on), plain ints
+            (JSON-serialisable). A position at the end of an epoch is given as
+            ``(epoch + 1, 0)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from xrisk.samplers import DualSampler
+        >>> sampler = DualSampler(np.array([1] * 10 + [0] * 90), 10, seed=0)
+        >>> for i, batch in enumerate(sampler):
+        ...     if i == 2:
+        ...         break
+        >>> sampler.state_dict(batches_consumed=i + 1)
+        {'seed': 0, 'epoch': 0, 'position': 3}
+        """
+        if batches_consumed is None:
+            return {"seed": self.seed, "epoch": self.epoch, "position": self._position}
+        done = check_count(self._owner, "batches_consumed", batches_consumed, minimum=0)
+        epoch, start = self._pass_start
+        if done > self._pass_produced:
             raise ValueError(
-                f"{self._owner}: state has seed={state['seed']!r} but this sampler has seed="
-                f"{self.seed}; expected the same seed. Fix: build the sampler with "
-                f"seed={state['seed']!r} before loading its state."
+                f"{self._owner}: batches_consumed={done} but the current pass (started at "
+                f"epoch {epoch}, position {start}) has produced {self._pass_produced} batches; "
+                f"expected 0 <= batches_consumed <= {self._pass_produced}. Fix: count the "
+                "batches taken from the latest iter(loader) (i + 1 in enumerate(loader)), not a "
+                "global step, and iterate the loader once per epoch (no .repeat())."
             )
-        epoch = check_count(self._owner, "epoch", int(state["epoch"]), minimum=0)
-        position = check_count(self._owner, "position", int(state["position"]), minimum=0)
+        position = start + done
+        if position >= len(self):
+            epoch, position = epoch + 1, 0
+        return {"seed": self.seed, "epoch": epoch, "position": position}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from a :meth:`state_dict`: the next ``iter()`` starts at its position.
+
+        The seed must match this sampler's. Call ``set_epoch(state["epoch"])`` (or nothing)
+        before iterating; see :meth:`set_epoch`. A bad state raises and changes nothing.
+
+        Raises
+        ------
+        TypeError
+            ``state`` is not a mapping, or a value is not an integer (floats, strings and
+            bools are refused).
+        ValueError
+            Missing or unknown keys, negative values, another seed, a position beyond the
+            epoch.
+        """
+        owner = self._owner
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"{owner}: state is a {type(state).__name__} ({state!r}); expected the dict "
+                "returned by state_dict(). Fix: save and load sampler.state_dict() unchanged."
+            )
+        keys = ("seed", "epoch", "position")
+        missing = sorted(set(keys) - set(state))
+        unknown = sorted(map(str, set(state) - set(keys)))
+        if missing or unknown:
+            raise ValueError(
+                f"{owner}: state has keys {sorted(map(str, state))} (missing {missing}, "
+                f"unknown {unknown}); expected exactly {list(keys)}. Fix: save and load "
+                "sampler.state_dict() unchanged."
+            )
+        seed, epoch, position = (_state_int(owner, key, state[key]) for key in keys)
+        if seed != self.seed:
+            raise ValueError(
+                f"{owner}: state has seed={seed} but this sampler has seed={self.seed}; "
+                f"expected the same seed. Fix: build the sampler with seed={seed} before "
+                "loading its state."
+            )
         if position > len(self):
             raise ValueError(
-                f"{self._owner}: state position={position} exceeds the {len(self)} batches per "
-                "epoch; expected a state saved from a sampler built with the same arguments."
+                f"{owner}: state position={position} exceeds the {len(self)} batches per "
+                "epoch; expected a state saved from a sampler built with the same arguments. "
+                "Fix: build the sampler with the arguments of the saved run."
             )
-        self.epoch, self._position = epoch, position
+        self.epoch, self._position, self._restored = epoch, position, True
+        self._detach()
 
     def shard(self, rank: int, world_size: int) -> BaseSampler:
         """Return a copy that yields rank ``rank``'s share of every global batch.
 
         The shards of ranks ``0 .. world_size - 1`` are disjoint parts of the single-process
         batch at the same ``(seed, epoch, position)``, and their union is that batch; every
-        shard keeps the batch composition (its share of positives, tasks or queries).
+        shard keeps the batch composition (its share of positives, tasks or queries). The
+        copy starts at this sampler's epoch and position, with no pass running.
         """
         world = check_count(self._owner, "world_size", world_size, minimum=1)
         r = check_count(self._owner, "rank", rank, minimum=0)
@@ -308,6 +446,7 @@ class BaseSampler:
         self._check_shardable(world)
         clone = copy.copy(self)
         clone.rank, clone.world_size = r, world
+        clone._detach()
         return clone
 
     def _even_split_error(self, what: str, count: int, world_size: int) -> ValueError:
@@ -317,7 +456,103 @@ class BaseSampler:
         )
 
 
+def _state_int(owner: str, key: str, value: object) -> int:
+    """``state[key]`` as a non-negative int: Python/numpy integers and 0-d integer arrays
+    (e.g. from ``np.load``) are accepted; bools, floats and strings are refused."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    number = None
+    if not isinstance(value, bool | np.bool_) and kind != "b":
+        try:
+            number = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            number = None
+    if number is None:
+        raise TypeError(
+            f"{owner}: state[{key!r}]={value!r} (type {type(value).__name__}); expected an "
+            "integer >= 0. Fix: load the dict returned by state_dict() unchanged (its values "
+            "are ints; a JSON or YAML round trip keeps them)."
+        )
+    if number < 0:
+        raise ValueError(
+            f"{owner}: state[{key!r}]={number}; expected an integer >= 0. Fix: load the dict "
+            "returned by state_dict() unchanged."
+        )
+    return int(number)
+
+
 def chunk(array: np.ndarray, axis: int, rank: int, world_size: int) -> np.ndarray:
     """Rank ``rank``'s contiguous equal share of ``array`` along ``axis``."""
     size = array.shape[axis] // world_size
     return np.take(array, np.arange(rank * size, (rank + 1) * size), axis=axis)
+
+
+# -- LibAUC spellings ------------------------------------------------------------------------
+
+
+def _is_array_like(value: object) -> bool:
+    """Arrays of any framework, scipy sparse matrices, sequences: what labels can be."""
+    if isinstance(value, np.ndarray | np.generic | Sequence | int | float):
+        return True
+    return any(
+        hasattr(value, name) for name in ("__array__", "__array_namespace__", "__dlpack__", "tocoo")
+    )
+
+
+def _dataset_error(owner: str, value: object, call: str, example: str) -> TypeError:
+    if value is None:  # LibAUC's (dataset=None, ..., labels=y) form
+        what = "None"
+    else:
+        targets = " (it has .targets)" if hasattr(value, "targets") else ""
+        what = f"a {type(value).__name__} object{targets}, not an array"
+    return TypeError(
+        f"{owner}: the first argument is {what}; expected {call}. LibAUC's samplers take "
+        "(dataset, batch_size, labels=None, ...); xrisk's take the labels first. Fix: pass "
+        f"the labels, e.g. {example}."
+    )
+
+
+def libauc_guard(
+    first: str, call: str, example: str, renamed: Mapping[str, Callable[[object], str]]
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorate a sampler's ``__init__`` to name the xrisk spelling of LibAUC-style calls.
+
+    ``first`` is the name of the first parameter, ``call`` the signature shown (e.g.
+    ``"DualSampler(labels, batch_size, ...)"``), ``example`` the fix for a dataset passed
+    first, and ``renamed`` maps each LibAUC (or torch) keyword to a function of its value that
+    returns the xrisk spelling. The checks run before anything else, so their messages replace
+    Python's generic "unexpected keyword argument"; the wrapped signature stays the real one.
+    """
+
+    def decorate(init: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(init)
+        def checked(self: BaseSampler, *args: Any, **kwargs: Any) -> None:
+            owner = self._owner
+            head = args[0] if args else kwargs.get(first)
+            if (args or first in kwargs) and not _is_array_like(head):
+                raise _dataset_error(owner, head, call, example)
+            for name, value in kwargs.items():
+                if name in renamed:
+                    raise TypeError(
+                        f"{owner}: got {name}={_short(value)}, a LibAUC argument that xrisk "
+                        f"spells differently; expected {call}. Fix: use "
+                        f"{renamed[name](value)}."
+                    )
+            if len(args) > 2:
+                shown = ", ".join(_short(a) for a in args)
+                raise TypeError(
+                    f"{owner}: got {len(args)} positional arguments ({shown}); expected 2, "
+                    f"{call}, with every option keyword-only (LibAUC's positional order "
+                    "differs). Fix: name the options, e.g. sampling_rate=0.2, seed=0."
+                )
+            init(self, *args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+def _short(value: object) -> str:
+    """``repr`` of a scalar, the type name of anything else (arrays, datasets)."""
+    if value is None or isinstance(value, int | float | str | bool):
+        return repr(value)
+    return f"<{type(value).__name__}>"

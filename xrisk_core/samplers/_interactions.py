@@ -23,7 +23,9 @@ def _rows_from(owner: str, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndar
         raise ValueError(
             f"{owner}: ranking labels have shape {values.shape}; expected (num_interactions, 2) "
             "or (num_interactions, 3) rows of (query, item[, relevance]) or a scipy sparse "
-            "(num_queries, num_items) matrix. Fix: e.g. np.column_stack([query, item, rating])."
+            "(num_queries, num_items) matrix. Fix: e.g. np.column_stack([query, item, rating]); "
+            "LibAUC's dense (num_items, num_users) matrix becomes "
+            "scipy.sparse.csr_matrix(matrix.T)."
         )
     relevance = values[:, 2] if values.shape[1] == 3 else None
     return values[:, 0], values[:, 1], relevance, None

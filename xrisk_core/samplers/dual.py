@@ -15,6 +15,7 @@ from ._base import (
     check_seed,
     chunk,
     cyclic_stream,
+    libauc_guard,
     resolve_num_pos,
 )
 
@@ -27,7 +28,8 @@ class DualSampler(BaseSampler):
     Parameters
     ----------
     labels : array_like, shape (num_samples,) or (num_samples, 1)
-        Binary labels in {0, 1} (numpy, torch, TensorFlow or JAX array, or a list).
+        Binary labels in {0, 1} (numpy, torch, TensorFlow or JAX array, or a list). LibAUC
+        takes the dataset first; here pass its labels, e.g. ``dataset.targets``.
     batch_size : int
         Items per batch, ``num_pos + num_neg``; at most ``num_samples``.
     sampling_rate : float, optional
@@ -38,7 +40,14 @@ class DualSampler(BaseSampler):
     shuffle : bool, default True
         If False, positives and negatives are visited in dataset order, cycle after cycle.
     seed : int, default 2023
-        Seed of this sampler's generators (the global numpy RNG is never touched).
+        Seed of this sampler's generators (the global numpy RNG is never touched); LibAUC's
+        ``random_seed``.
+
+    Yields
+    ------
+    numpy.ndarray of int64, shape (batch_size,)
+        ``num_pos`` positive indices, then ``num_neg`` negative ones (a fresh array). A shard
+        yields ``batch_size // world_size`` of them, the same composition.
 
     Notes
     -----
@@ -54,7 +63,8 @@ class DualSampler(BaseSampler):
 
     Every batch is a pure function of ``(seed, epoch, position)``; see
     :meth:`~xrisk.samplers.DualSampler.batch`, :meth:`set_epoch`, :meth:`state_dict`,
-    :meth:`shard`.
+    :meth:`shard`. To resume a training loop, save ``state_dict(batches_consumed=i + 1)``
+    (see :mod:`xrisk.samplers`).
 
     Examples
     --------
@@ -71,6 +81,25 @@ class DualSampler(BaseSampler):
 
     _owner = "DualSampler"
 
+    @libauc_guard(
+        "labels",
+        "DualSampler(labels, batch_size, *, sampling_rate=None, num_pos=None, shuffle=True, "
+        "seed=2023)",
+        "DualSampler(dataset.targets, batch_size, ...)",
+        {
+            "random_seed": lambda v: f"seed={v!r}",
+            "dataset": lambda v: "the labels first, DualSampler(dataset.targets, batch_size, ...)",
+            "batch_size_per_gpu": lambda v: (
+                f"batch_size=world_size * {v!r} (the global batch) and "
+                "sampler.shard(rank, world_size) on every rank"
+            ),
+            "batch_size_per_task": lambda v: f"batch_size={v!r} (TriSampler has per-task sizes)",
+            "num_sampled_tasks": lambda v: (
+                "nothing: DualSampler has a single task (LibAUC ignores it as well); for several "
+                "tasks use TriSampler(labels, batch_size_per_task, num_sampled_tasks=...)"
+            ),
+        },
+    )
     def __init__(
         self,
         labels: Any,

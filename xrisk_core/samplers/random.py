@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_count
-from ._base import ORDER_STREAM, BaseSampler, check_seed, chunk, generator
+from ._base import ORDER_STREAM, BaseSampler, check_seed, chunk, generator, libauc_guard
 
 __all__ = ["RandomSampler"]
 
@@ -28,6 +28,11 @@ class RandomSampler(BaseSampler):
         If False, the indices come in order.
     seed : int, default 2023
 
+    Yields
+    ------
+    numpy.ndarray of int64, shape (batch_size,)
+        Dataset indices (a fresh array); the last batch is shorter if ``drop_last=False``.
+
     Notes
     -----
     Epoch ``e`` is a permutation drawn from ``numpy.random.default_rng([seed, e, ...])``, so
@@ -44,6 +49,20 @@ class RandomSampler(BaseSampler):
 
     _owner = "RandomSampler"
 
+    @libauc_guard(
+        "num_samples",
+        "RandomSampler(num_samples, batch_size, *, drop_last=True, shuffle=True, seed=2023)",
+        "RandomSampler(len(dataset), batch_size)",
+        {
+            "random_seed": lambda v: f"seed={v!r}",
+            "dataset": lambda v: "num_samples=len(dataset)",
+            "data_source": lambda v: "num_samples=len(data_source)",
+            "generator": lambda v: (
+                "seed=<int> (batches are a pure function of (seed, epoch, position); no "
+                "generator object is used)"
+            ),
+        },
+    )
     def __init__(
         self,
         num_samples: int,

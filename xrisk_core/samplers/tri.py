@@ -19,6 +19,7 @@ from ._base import (
     chunk,
     cyclic_stream,
     generator,
+    libauc_guard,
     resolve_num_pos,
 )
 from ._interactions import Interactions
@@ -40,8 +41,11 @@ class TriSampler(BaseSampler):
         ``mode="ranking"``: the interactions, either an integer array of shape
         (num_interactions, 2) or (num_interactions, 3) with rows ``(query, item[, relevance])``,
         or a scipy sparse matrix of shape (num_queries, num_items) whose stored entries are the
-        relevances. An item is relevant to a query if its relevance is > 0 (rows without a
-        relevance column are all relevant); every listed item counts as rated.
+        relevances (LibAUC's dense (num_items, num_users) matrix ``m`` is
+        ``scipy.sparse.csr_matrix(m.T)``). LibAUC takes the dataset first; here pass its
+        labels, e.g. ``dataset.targets``. An item is relevant to a query if its relevance is
+        > 0 (rows without a relevance column are all relevant); every listed item counts as
+        rated.
     batch_size_per_task : int
         ``num_pos + num_neg``: items per task (or per query) in a batch.
     num_sampled_tasks : int, optional
@@ -55,6 +59,7 @@ class TriSampler(BaseSampler):
     shuffle : bool, default True
         If False, tasks, positives and negatives are visited in order (classification).
     seed : int, default 2023
+        LibAUC's ``random_seed``.
     num_items : int, optional
         Ranking only: the number of items (negatives are drawn from ``0 .. num_items - 1``).
         Default ``max(item) + 1`` (or the sparse matrix's column count).
@@ -68,6 +73,8 @@ class TriSampler(BaseSampler):
     ranking : (item_ids, query_ids)
         int64 arrays of shape (num_sampled_tasks, num_pos + num_neg) and (num_sampled_tasks,):
         per sampled query, ``num_pos`` relevant items then ``num_neg`` unrated items.
+    The arrays are fresh numpy arrays; to resume a training loop, save
+    ``state_dict(batches_consumed=i + 1)`` (see :mod:`xrisk.samplers`).
 
     Notes
     -----
@@ -110,6 +117,26 @@ class TriSampler(BaseSampler):
 
     _owner = "TriSampler"
 
+    @libauc_guard(
+        "labels",
+        "TriSampler(labels, batch_size_per_task, *, num_sampled_tasks=None, sampling_rate=None, "
+        "num_pos=None, mode='classification', shuffle=True, seed=2023, num_items=None)",
+        "TriSampler(dataset.targets, batch_size_per_task, ...)",
+        {
+            "random_seed": lambda v: f"seed={v!r}",
+            "dataset": lambda v: (
+                "the labels first, TriSampler(dataset.targets, batch_size_per_task, ...)"
+            ),
+            "batch_size": lambda v: (
+                f"batch_size_per_task={v!r} (items per task; a batch holds "
+                "batch_size_per_task * num_sampled_tasks items)"
+            ),
+            "num_sampled_tasks_per_gpu": lambda v: (
+                f"num_sampled_tasks={v!r} * world_size (the global count) and "
+                "sampler.shard(rank, world_size) on every rank"
+            ),
+        },
+    )
     def __init__(
         self,
         labels: Any,
