@@ -2,8 +2,8 @@
 
 They share no code with xrisk: losses return the value, the analytic gradient with respect
 to the scores (and auxiliaries) and the new state; the optimizer is a step-by-step copy of
-the update rules of libauc-reference.md §5.1-5.2 (with xrisk's documented choices: the
-reference point starts at the initial weights; alpha is clipped at 0 only).
+the update rules of libauc-reference.md §5.1-5.3 and §5.6 (with xrisk's documented choices,
+listed in :class:`ClippedOptimizer`).
 """
 
 from __future__ import annotations
@@ -90,60 +90,104 @@ def aucm_loss(scores, labels, a, b, alpha, *, margin, version, imratio=None):
 
 
 class ClippedOptimizer:
-    """Step-by-step numpy copy of LibAUC's shared rule (SOAP) and PESG."""
+    """Step-by-step numpy copy of LibAUC's optimizers (libauc-reference.md §5.1-5.3, §5.6).
 
-    def __init__(self, params, *, kind, lr, mode, clip_value, weight_decay, epoch_decay,
-                 momentum, dampening=0.0, nesterov=False, betas=(0.9, 0.999), eps=1e-8,
-                 amsgrad=False, margin=1.0):
+    kind: "heavy_ball" (SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam), "AdamW", "PESG" or
+    "PDSCA". With xrisk's documented choices: the reference point starts at the initial
+    weights; counts (Adam's t, the first momentum step, the iterate average) are per
+    parameter and only count steps where that parameter had a gradient (None: untouched);
+    alpha's projected ascent runs every step (PDSCA: every AUC-phase step) and is clipped
+    at 0 only; PDSCA's phase is step mod 2k < k (cross-entropy) and its last ``n_aux``
+    parameters (the loss's a, b) do not move in the cross-entropy phase.
+    """
+
+    def __init__(self, params, *, kind, lr, mode="sgd", clip_value=1.0, weight_decay=0.0,
+                 epoch_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False,
+                 betas=(0.9, 0.999), eps=1e-8, amsgrad=False, margin=1.0, lr0=None,
+                 beta1=0.99, beta2=0.999, k=1, n_aux=0):
         self.kind, self.lr, self.mode, self.clip = kind, lr, mode, clip_value
+        self.lr0 = lr if lr0 is None else lr0
         self.wd, self.ed, self.mu, self.damp, self.nesterov = (weight_decay, epoch_decay,
                                                                momentum, dampening, nesterov)
         self.betas, self.eps, self.amsgrad, self.margin = betas, eps, amsgrad, margin
+        self.beta1, self.beta2, self.k, self.n_aux = beta1, beta2, k, n_aux
+        n = len(params)
         self.ref = [np.array(p, dtype=np.float64) for p in params]
         self.acc = [np.zeros_like(r) for r in self.ref]
-        self.buf = [None] * len(params)
+        self.T = [0] * n  # steps with a gradient since the last update_regularizer
+        self.t = [0] * n  # updates taken (Adam's bias correction, the first momentum step)
+        self.buf = [None] * n
+        self.wbuf = [None] * n  # PDSCA's weight average
         self.m = [np.zeros_like(r) for r in self.ref]
         self.v = [np.zeros_like(r) for r in self.ref]
         self.vmax = [np.zeros_like(r) for r in self.ref]
-        self.t = 0
-        self.T = 0
+        self.steps = 0
+
+    def _direction(self, p, g, i):
+        d = np.clip(g, -self.clip, self.clip)
+        if self.ed > 0:
+            d = d + self.ed * (p - self.ref[i])
+        if self.kind != "AdamW":
+            d = d + self.wd * p
+        return d
+
+    def _clipped(self, p, g, i):
+        if self.kind == "AdamW":
+            p = p * (1 - self.lr * self.wd)
+        d = self._direction(p, g, i)
+        self.t[i] += 1
+        if self.mode == "adam" or self.kind == "AdamW":
+            b1, b2 = self.betas
+            self.m[i] = b1 * self.m[i] + (1 - b1) * d
+            self.v[i] = b2 * self.v[i] + (1 - b2) * d * d
+            v = self.v[i]
+            if self.amsgrad:
+                self.vmax[i] = np.maximum(self.vmax[i], v)
+                v = self.vmax[i]
+            denom = np.sqrt(v) / np.sqrt(1 - b2 ** self.t[i]) + self.eps
+            return p - self.lr / (1 - b1 ** self.t[i]) * self.m[i] / denom
+        if self.mu > 0:
+            if self.buf[i] is None:
+                self.buf[i] = d
+            elif self.kind == "PESG":
+                self.buf[i] = (1 - self.mu) * self.buf[i] + self.mu * d
+            else:
+                self.buf[i] = self.mu * self.buf[i] + (1 - self.damp) * d
+            step = d + self.mu * self.buf[i] if self.nesterov else self.buf[i]
+            return p - self.lr * step
+        return p - self.lr * d
+
+    def _pdsca(self, p, g, i, ce):
+        d = self._direction(p, g, i)
+        if ce:
+            new = p - self.lr0 * d
+            if self.beta1 != 0:
+                self.wbuf[i] = new if self.wbuf[i] is None else (
+                    (1 - self.beta1) * self.wbuf[i] + self.beta1 * new)
+                new = self.wbuf[i]
+            return new
+        self.buf[i] = d if self.buf[i] is None else (1 - self.beta2) * self.buf[i] + self.beta2 * d
+        return p - self.lr * self.buf[i]
 
     def step(self, params, grads, alpha=None):
-        """Return new params (and new alpha for PESG); params end with a, b for PESG."""
-        self.t += 1
+        """Return new params (and new alpha for PESG/PDSCA, whose params end with a, b)."""
+        ce = self.kind == "PDSCA" and self.steps % (2 * self.k) < self.k
         out = []
         for i, (p, g) in enumerate(zip(params, grads)):
-            d = np.clip(g, -self.clip, self.clip)
-            if self.ed > 0:
-                d = d + self.ed * (p - self.ref[i])
-            d = d + self.wd * p
-            if self.mode == "adam":
-                b1, b2 = self.betas
-                self.m[i] = b1 * self.m[i] + (1 - b1) * d
-                self.v[i] = b2 * self.v[i] + (1 - b2) * d * d
-                v = self.v[i]
-                if self.amsgrad:
-                    self.vmax[i] = np.maximum(self.vmax[i], v)
-                    v = self.vmax[i]
-                denom = np.sqrt(v) / np.sqrt(1 - b2**self.t) + self.eps
-                new = p - self.lr / (1 - b1**self.t) * self.m[i] / denom
-            elif self.mu > 0:
-                if self.buf[i] is None:
-                    self.buf[i] = d
-                elif self.kind == "PESG":
-                    self.buf[i] = (1 - self.mu) * self.buf[i] + self.mu * d
-                else:
-                    self.buf[i] = self.mu * self.buf[i] + (1 - self.damp) * d
-                step = d + self.mu * self.buf[i] if self.nesterov else self.buf[i]
-                new = p - self.lr * step
-            else:
-                new = p - self.lr * d
+            frozen = ce and i >= len(params) - self.n_aux
+            if g is None or frozen:
+                out.append(p)
+                continue
+            new = self._pdsca(p, g, i, ce) if self.kind == "PDSCA" else self._clipped(p, g, i)
             if self.ed > 0:
                 self.acc[i] = self.acc[i] + new
+                self.T[i] += 1
             out.append(new)
-        self.T += 1
-        if self.kind != "PESG":
+        self.steps += 1
+        if self.kind not in ("PESG", "PDSCA"):
             return out
+        if ce:
+            return out, alpha
         a, b = out[-2], out[-1]
         new_alpha = max(alpha + self.lr * (2 * (self.margin + b - a) - 2 * alpha), 0.0)
         return out, new_alpha
@@ -151,7 +195,9 @@ class ClippedOptimizer:
     def update_regularizer(self, decay_factor=None):
         if decay_factor is not None:
             self.lr = self.lr / decay_factor
-        if self.ed > 0 and self.T > 0:
-            self.ref = [acc / self.T for acc in self.acc]
-            self.acc = [np.zeros_like(r) for r in self.ref]
-        self.T = 0
+            self.lr0 = self.lr0 / decay_factor
+        for i in range(len(self.ref)):
+            if self.ed > 0 and self.T[i] > 0:
+                self.ref[i] = self.acc[i] / self.T[i]
+                self.acc[i] = np.zeros_like(self.ref[i])
+            self.T[i] = 0

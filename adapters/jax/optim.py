@@ -1,124 +1,401 @@
-"""JAX optimizers: ``optax.GradientTransformationExtraArgs`` built on the core rules.
+"""JAX optimizers: optax ``GradientTransformationExtraArgs`` running the core update rules.
 
-``SOAP(params, ...)`` and ``PESG(params, loss_fn, ...)`` return optax transformations (so
-``optax.chain``, ``optax.apply_updates`` and ``jax.jit`` work) with two extra pure methods,
-``update_lr(opt_state, decay_factor)`` and ``update_regularizer(opt_state, decay_factor)``,
-returning a new state. The learning rate lives in the state: a decay never recompiles.
-PESG finds the loss's ``AUCMParams`` node in the parameter pytree.
+Build them without parameters, as optax does — ``xr.SOAP(learning_rate=1e-3)``,
+``xr.PESG(loss_fn=loss_fn, learning_rate=0.1)`` — then ``opt_state = opt.init(params)`` and
+``updates, opt_state = opt.update(grads, opt_state, params)`` (``params`` is required: weight
+and epoch decay read it). ``learning_rate`` is a number or an optax schedule (a callable of
+the step count). They compose: ``optax.chain(optax.clip_by_global_norm(1.0), opt)``.
+
+The state keeps the step count and a learning-rate divisor, so LibAUC's schedule hooks
+``opt.update_lr(opt_state, decay_factor)`` / ``opt.update_regularizer(opt_state,
+decay_factor)`` return a new state without recompiling a jitted step; they also take the
+state of a chain (or of any optax wrapper) and update every xrisk state inside it.
+
+A min-max loss's auxiliaries live in the parameter pytree as the node ``loss_fn.init_params()``
+returns (e.g. ``{"model": model_params, "loss": loss_fn.init_params()}``); PESG and PDSCA find
+that node by the loss definition's ``params_type``, descend on its ``descent`` fields and take
+the projected ascent on its ``ascent`` fields (the returned update moves them to their new
+values; their gradient is ignored).
+
+>>> import jax.numpy as jnp, optax, xrisk.jax as xr
+>>> opt = xr.SOAP(learning_rate=0.1)
+>>> chain = optax.chain(optax.clip_by_global_norm(1.0), opt)
+>>> params = {"w": jnp.ones(3)}
+>>> state = chain.init(params)
+>>> updates, state = chain.update({"w": jnp.ones(3)}, state, params)
+>>> state = opt.update_regularizer(state, decay_factor=10)  # finds the SOAP state in the chain
+>>> round(float(opt.current_learning_rate(state)), 6)
+0.01
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import jax
 import optax
 
-from xrisk import OPTIMIZERS
-from xrisk import optim as core_optim
-from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
-from xrisk.losses import AUCMParams
-from xrisk.optim import OptimizerState
+import xrisk
+from xrisk._adapter_support import compose_doc
+from xrisk.optim import OptimizerState, UpdateRule, update_lr, update_regularizer
+from xrisk.optim._rule import refuse_foreign_arguments
 
-__all__ = ["XRiskOptimizer", *OPTIMIZERS]
+__all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
-
-def _require_params(params: Any, owner: str) -> Any:
-    if params is None:
-        raise ValueError(
-            f"{owner}: update() needs the current params (weight and epoch decay use them). "
-            "Fix: opt.update(grads, opt_state, params)."
-        )
-    return params
+LearningRate = float | Callable[[Any], Any]
+Params = Any
+Loss = Any
 
 
-def _split_aucm(tree: Any) -> tuple[list[Any], AUCMParams, int, Any]:
-    """Leaves of ``tree`` apart from its one ``AUCMParams`` node, that node and its place."""
-    leaves, treedef = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, AUCMParams))
-    places = [i for i, leaf in enumerate(leaves) if isinstance(leaf, AUCMParams)]
-    if len(places) != 1:
-        raise ValueError(
-            f"PESG: the parameter pytree holds {len(places)} AUCMParams nodes; expected exactly "
-            "one. Fix: params = {'model': model_params, 'loss': loss_fn.init_params()}."
-        )
-    place = places[0]
-    return leaves[:place] + leaves[place + 1:], leaves[place], place, treedef
+class _Transformation:
+    """``init`` / ``update`` of one rule; the optax tuple holds these bound methods."""
+
+    def __init__(self, rule: UpdateRule) -> None:
+        self.rule = rule
+        definition = rule.loss_definition
+        self.node_type = None if definition is None else definition.params_type
+
+    def split(self, tree: Any, what: str) -> tuple[list[Any], Any, int, Any]:
+        """Leaves of ``tree`` apart from the loss's auxiliaries node, that node and its place."""
+        if self.node_type is None:
+            leaves, treedef = jax.tree.flatten(tree)
+            return leaves, None, -1, treedef
+        node_type = self.node_type
+        leaves, treedef = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, node_type))
+        places = [i for i, leaf in enumerate(leaves) if isinstance(leaf, node_type)]
+        if len(places) != 1:
+            name = self.rule.name
+            raise ValueError(
+                f"{name}: the {what} pytree holds {len(places)} {node_type.__name__} nodes; "
+                f"expected exactly one, the loss's auxiliaries. Fix: params = {{'model': "
+                "model_params, 'loss': loss_fn.init_params()}, with the same structure for "
+                "the gradients."
+            )
+        place = places[0]
+        return leaves[:place] + leaves[place + 1:], leaves[place], place, treedef
+
+    def init(self, params: Any) -> OptimizerState:
+        leaves, aux, _, _ = self.split(params, "params")
+        return self.rule.init(leaves, aux)
+
+    def update(self, updates: Any, state: OptimizerState, params: Any = None,
+               **extra_args: Any) -> tuple[Any, OptimizerState]:
+        name = self.rule.name
+        if params is None:
+            raise ValueError(f"{name}: update() needs the current params (weight and epoch "
+                             "decay read them). Fix: opt.update(grads, opt_state, params).")
+        if not isinstance(state, OptimizerState):
+            raise TypeError(f"{name}: opt_state is {type(state).__name__}; expected the "
+                            "OptimizerState from opt.init(params).")
+        leaves, aux, place, treedef = self.split(params, "params")
+        grads, aux_grads, _, grad_treedef = self.split(updates, "gradient")
+        if grad_treedef != treedef:
+            raise ValueError(f"{name}: the gradients' pytree {grad_treedef} differs from the "
+                             f"params' {treedef}. Fix: pass gradients of the same params.")
+        new_leaves, new_aux, state = self.rule.update(grads, state, leaves, aux, aux_grads)
+        deltas = [new - old for new, old in zip(new_leaves, leaves)]
+        if aux is not None:
+            deltas.insert(place, jax.tree.map(lambda new, old: new - old, new_aux, aux))
+        return jax.tree.unflatten(treedef, deltas), state
 
 
-def _plain_transformation(rule: core_optim.ClippedOptimizer) -> tuple[Any, Any]:
-    """init/update over every leaf of the parameter pytree."""
+def _map_states(opt_state: Any, change: Callable[[OptimizerState], OptimizerState],
+                owner: str) -> Any:
+    """``opt_state`` with ``change`` applied to every xrisk state inside it (a chain's tuple,
+    an optax wrapper's NamedTuple or the state itself)."""
+    found = []
 
-    def init(params: Any) -> OptimizerState:
-        return rule.init(jax.tree.leaves(params))
+    def visit(node: Any) -> Any:
+        if isinstance(node, OptimizerState):
+            found.append(node)
+            return change(node)
+        return node
 
-    def update(grads: Any, state: OptimizerState, params: Any = None, **extra: Any
-               ) -> tuple[Any, OptimizerState]:
-        leaves = jax.tree.leaves(_require_params(params, rule.name))
-        grad_leaves, treedef = jax.tree.flatten(grads)
-        updates, state = rule.update(grad_leaves, state, leaves)
-        return jax.tree.unflatten(treedef, updates), state
-
-    return init, update
-
-
-def _primal_dual_transformation(rule: core_optim.ClippedOptimizer) -> tuple[Any, Any]:
-    """init/update where the pytree's AUCMParams node supplies a, b (primal) and alpha."""
-
-    def primal(tree: Any) -> tuple[list[Any], Any]:
-        others, aucm, _, _ = _split_aucm(tree)
-        return [*others, aucm.a, aucm.b], aucm.alpha
-
-    def init(params: Any) -> OptimizerState:
-        return rule.init(primal(params)[0])
-
-    def update(grads: Any, state: OptimizerState, params: Any = None, **extra: Any
-               ) -> tuple[Any, OptimizerState]:
-        values, alpha = primal(_require_params(params, rule.name))
-        _, _, place, treedef = _split_aucm(grads)
-        updates, alpha_update, state = rule.update(primal(grads)[0], state, values, alpha=alpha)
-        leaves = updates[:-2]
-        leaves.insert(place, AUCMParams(updates[-2], updates[-1], alpha_update))
-        return jax.tree.unflatten(treedef, leaves), state
-
-    return init, update
+    new = jax.tree.map(visit, opt_state, is_leaf=lambda x: isinstance(x, OptimizerState))
+    if not found:
+        raise ValueError(f"{owner}: opt_state holds no xrisk optimizer state. Fix: pass the "
+                         "state of opt.init(params) (or of an optax.chain holding opt).")
+    return new
 
 
 class XRiskOptimizer(optax.GradientTransformationExtraArgs):
-    """An optax transformation built on a core rule, with LibAUC's schedule hooks.
-
-    Subclasses are generated from :data:`xrisk.OPTIMIZERS`; ``PESG(params, loss_fn, ...)``
-    finds the loss's ``AUCMParams`` node in the parameter pytree (``params`` is checked at
-    construction).
-    """
+    """Base of the JAX optimizers: an optax transformation built on a core
+    :class:`xrisk.optim.UpdateRule`; subclasses only fix the constructor (``rule_type`` and
+    its signature). See the module docstring."""
 
     __slots__ = ()
-    rule_type: type[core_optim.ClippedOptimizer]
+    rule_type: ClassVar[type[UpdateRule]]
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> XRiskOptimizer:
-        params, loss_fn, rule = rule_from_arguments(cls, args, kwargs, loss_containers=())
-        if rule.takes_loss:
-            _split_aucm(params)  # fails early without exactly one AUCMParams node
-            init, update = _primal_dual_transformation(rule)
-        else:
-            jax.tree.leaves(params)  # fails early on a non-pytree
-            init, update = _plain_transformation(rule)
-        return super().__new__(cls, init, update)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "rule_type" in cls.__dict__:
+            cls.__doc__ = compose_doc(cls.__doc__, cls.rule_type)
+            cls.__new__ = staticmethod(  # type: ignore[method-assign]
+                refuse_foreign_arguments(cls.__new__))
 
-    @staticmethod
-    def update_lr(opt_state: OptimizerState, decay_factor: float) -> OptimizerState:
-        """Return ``opt_state`` with the learning rate divided by ``decay_factor``."""
-        return core_optim.update_lr(opt_state, decay_factor)
+    @classmethod
+    def _create(cls, rule: UpdateRule, params: Params = None, loss_fn: Loss = None) -> Any:
+        core = _Transformation(rule)
+        if params is not None:  # optional here; checked now so a wrong pytree fails early
+            core.split(params, "params")
+        return optax.GradientTransformationExtraArgs.__new__(cls, core.init, core.update)
 
-    @staticmethod
-    def update_regularizer(
-        opt_state: OptimizerState, decay_factor: float | None = None
-    ) -> OptimizerState:
-        """New epoch-decay stage: reference ← average iterate; lr ÷ ``decay_factor``."""
-        return core_optim.update_regularizer(opt_state, decay_factor)
+    @property
+    def rule(self) -> UpdateRule:
+        """The core rule (hyper-parameters, pure per-parameter functions)."""
+        return self.init.__self__.rule
+
+    def update_lr(self, opt_state: Any, decay_factor: float) -> Any:
+        """Return ``opt_state`` with the learning rate(s) divided by ``decay_factor``."""
+        return _map_states(opt_state, lambda s: update_lr(s, decay_factor),
+                           f"{self.rule.name}.update_lr")
+
+    def update_regularizer(self, opt_state: Any, decay_factor: float | None = None) -> Any:
+        """New epoch-decay stage (each parameter's reference point becomes its average iterate
+        since the last call); the learning rate(s) are divided by ``decay_factor``."""
+        return _map_states(opt_state, lambda s: update_regularizer(s, decay_factor),
+                           f"{self.rule.name}.update_regularizer")
+
+    def current_learning_rate(self, opt_state: Any) -> Any:
+        """The learning rate of the next step (of the first xrisk state in ``opt_state``)."""
+        found: list[OptimizerState] = []
+
+        def keep(state: OptimizerState) -> OptimizerState:
+            found.append(state)
+            return state
+
+        _map_states(opt_state, keep, f"{self.rule.name}.current_learning_rate")
+        return self.rule.scheduled_rates(found[0].step, found[0].lr_divisor).lr
+
+    def __repr__(self) -> str:
+        return f"xrisk.jax.{self.rule!r}"
 
 
-globals().update({
-    name: build_optimizer_class(rule, XRiskOptimizer, framework="JAX (optax)",
-                                module="xrisk.jax")
-    for name, rule in OPTIMIZERS.items()
-})
+class SOAP(XRiskOptimizer):
+    """Optimizer of :class:`xrisk.APLoss` (average precision): clipped Adam by default. As an
+    optax ``GradientTransformation``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, optax, xrisk.jax as xr
+    >>> opt = xr.SOAP(learning_rate=0.1, mode="sgd")
+    >>> params = {"w": jnp.array([1.0, -1.0])}
+    >>> opt_state = opt.init(params)
+    >>> updates, opt_state = opt.update({"w": jnp.array([0.5, 3.0])}, opt_state, params)
+    >>> [round(float(v), 6) for v in optax.apply_updates(params, updates)["w"]]
+    [0.949999, -1.099999]
+    """
+
+    rule_type = xrisk.SOAP
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 1e-5,
+                epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                dampening: float = 0.1, betas: tuple[float, float] = (0.9, 0.999),
+                eps: float = 1e-8, amsgrad: bool = False) -> SOAP:
+        rule = xrisk.SOAP(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class SOPA(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by CVaR (pAUC_CVaR). As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.SOPA
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                eps: float = 1e-8, amsgrad: bool = False) -> SOPA:
+        rule = xrisk.SOPA(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class SOPAs(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by KL-DRO (pAUC_DRO); clips at 2. As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.SOPAs
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                mode: str = "adam", clip_value: float = 2.0, weight_decay: float = 1e-5,
+                epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                dampening: float = 0.1, betas: tuple[float, float] = (0.9, 0.999),
+                eps: float = 1e-8, amsgrad: bool = False) -> SOPAs:
+        rule = xrisk.SOPAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class SOTAs(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by KL (tpAUC_KL). As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.SOTAs
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                eps: float = 1e-8, amsgrad: bool = False) -> SOTAs:
+        rule = xrisk.SOTAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class STACO(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by double CVaR (tpAUC_CVaR). As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.STACO
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                eps: float = 1e-8, amsgrad: bool = False) -> STACO:
+        rule = xrisk.STACO(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class SONG(XRiskOptimizer):
+    """Optimizer of NDCG (SONG, K-SONG) and listwise CE: clipped momentum SGD by default. As an
+    optax ``GradientTransformation``."""
+
+    rule_type = xrisk.SONG
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate, mode: str = "sgd",
+                clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                amsgrad: bool = False) -> SONG:
+        rule = xrisk.SONG(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class SGD(XRiskOptimizer):
+    """LibAUC's SGD: torch's momentum SGD on the clipped direction, with epoch decay. As an
+    optax ``GradientTransformation``."""
+
+    rule_type = xrisk.SGD
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate, clip_value: float = 1.0,
+                weight_decay: float = 0.0, epoch_decay: float = 0.0, momentum: float = 0.0,
+                nesterov: bool = False, dampening: float = 0.0) -> SGD:
+        rule = xrisk.SGD(learning_rate=learning_rate, clip_value=clip_value,
+                         weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                         nesterov=nesterov, dampening=dampening)
+        return cls._create(rule, params)
+
+
+class Adam(XRiskOptimizer):
+    """LibAUC's Adam: Adam on the clipped direction (coupled L2), with epoch decay. As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.Adam
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                amsgrad: bool = False) -> Adam:
+        rule = xrisk.Adam(learning_rate=learning_rate, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class AdamW(XRiskOptimizer):
+    """LibAUC's AdamW: decoupled weight decay θ ← θ(1 - lr·weight_decay), then Adam on the
+    clipped direction (clip 10 by default), with epoch decay. As an optax
+    ``GradientTransformation``."""
+
+    rule_type = xrisk.AdamW
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                clip_value: float = 10.0, weight_decay: float = 0.01, epoch_decay: float = 0.0,
+                betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                amsgrad: bool = False) -> AdamW:
+        rule = xrisk.AdamW(learning_rate=learning_rate, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        return cls._create(rule, params)
+
+
+class PESG(XRiskOptimizer):
+    """Proximal epoch stochastic gradient descent-ascent (PESG) for min-max losses. As an optax
+    ``GradientTransformation``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, optax, xrisk.jax as xr
+    >>> loss_fn = xr.AUCMLoss()
+    >>> opt = xr.PESG(loss_fn=loss_fn, learning_rate=0.1)
+    >>> params = {"w": jnp.zeros(2), "loss": loss_fn.init_params()}  # the AUCMParams node
+    >>> opt_state = opt.init(params)
+    >>> grads = jax.tree.map(jnp.zeros_like, params)
+    >>> updates, opt_state = jax.jit(opt.update)(grads, opt_state, params)
+    >>> round(float(optax.apply_updates(params, updates)["loss"].alpha), 6)  # 0.1*2*(1+b-a)
+    0.2
+    """
+
+    rule_type = xrisk.PESG
+
+    def __new__(cls, params: Params = None, loss_fn: Loss = None, *,
+                learning_rate: LearningRate = 0.1, mode: str = "sgd", clip_value: float = 1.0,
+                weight_decay: float = 1e-5, epoch_decay: float = 2e-3, momentum: float = 0.9,
+                betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                amsgrad: bool = False) -> PESG:
+        rule = xrisk.PESG(loss_fn, learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          betas=betas, eps=eps, amsgrad=amsgrad)
+        return cls._create(rule, params, loss_fn)
+
+
+class PDSCA(XRiskOptimizer):
+    """Primal-dual stochastic compositional adaptive method for :class:`CompositionalAUCLoss`.
+    As an optax ``GradientTransformation``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.CompositionalAUCLoss(k=1)
+    >>> opt = xr.PDSCA(loss_fn=loss_fn, learning_rate=0.1)
+    >>> params = {"w": jnp.zeros(2), "loss": loss_fn.init_params()}
+    >>> opt_state = opt.init(params)
+    >>> grads = jax.tree.map(jnp.zeros_like, params)
+    >>> alphas = []
+    >>> for _ in range(2):  # step 0: cross-entropy phase; step 1: AUC phase
+    ...     updates, opt_state = opt.update(grads, opt_state, params)
+    ...     alphas.append(round(float(updates["loss"].alpha), 6))
+    >>> alphas
+    [0.0, 0.2]
+    """
+
+    rule_type = xrisk.PDSCA
+
+    def __new__(cls, params: Params = None, loss_fn: Loss = None, *,
+                learning_rate: LearningRate = 0.1, ce_learning_rate: LearningRate | None = None,
+                beta1: float = 0.99, beta2: float = 0.999, clip_value: float = 1.0,
+                weight_decay: float = 1e-5, epoch_decay: float = 2e-3) -> PDSCA:
+        rule = xrisk.PDSCA(loss_fn, learning_rate=learning_rate, ce_learning_rate=ce_learning_rate,
+                           beta1=beta1, beta2=beta2, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay)
+        return cls._create(rule, params, loss_fn)

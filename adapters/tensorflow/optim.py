@@ -1,131 +1,442 @@
-"""TensorFlow optimizers: ``tf.Module``\\ s driving the core update rules.
+"""TensorFlow optimizers: Keras 3 optimizers (``keras.optimizers.Optimizer``) running the
+core update rules.
 
-Slots (momentum, Adam moments, the epoch-decay reference point, the iterate sum), the
-learning rate and the step counters are ``tf.Variable``\\ s created at construction, so a
-``GradientTape`` loop may run eagerly or inside ``tf.function`` and ``tf.train.Checkpoint``
-saves everything. Use ``apply_gradients(zip(grads, variables))`` as with Keras optimizers.
+They work in ``model.compile(optimizer=xr.SOAP(learning_rate=1e-3))`` / ``model.fit`` and in
+a ``GradientTape`` loop with ``opt.apply_gradients(zip(grads, variables))`` (eager or inside
+``tf.function``). The slots (momentum, Adam moments, the epoch-decay reference point, the
+iterate sum, their counters) are Keras variables in each variable's compute dtype (float32
+for bfloat16/float16 variables), created by ``build`` — on the first ``apply_gradients``, or
+at construction when ``params`` is given. ``update_lr`` / ``update_regularizer`` work eagerly
+or inside ``tf.function``; the learning rate is ``learning_rate(iterations) / divisor`` with the
+divisor in a variable, so a decay never retraces.
+
+For a min-max loss (PESG + AUCMLoss, PDSCA + CompositionalAUCLoss) pass the loss's variables
+with the model's (``[*model.trainable_variables, *loss_fn.trainable_variables]``): its
+``descent`` auxiliaries take the descent step and each ``ascent`` one the projected ascent
+after it (its gradient, if given, is ignored). The optimizer finds them by the roles the
+loss declares. (``model.fit`` differentiates the model's variables only, so train a min-max
+loss in a ``GradientTape`` loop.)
+
+``model.fit`` with an X-risk loss: the loss needs each example's dataset index, which Keras
+passes the native way inside ``y_true``. Pack ``y = [label, index]`` as an int64 array of
+shape (n, 2) and wrap the xrisk loss in a ``keras.losses.Loss`` of dtype float64 (so every
+index below 2**53 reaches the loss exactly):
+
+>>> import numpy as np, keras, tensorflow as tf, xrisk.tensorflow as xr
+>>> class PackedLoss(keras.losses.Loss):
+...     '''An xrisk loss taking ``y_true = [label, index]`` and logits ``y_pred``.'''
+...     def __init__(self, loss_fn):
+...         super().__init__(name=loss_fn.name, dtype="float64")
+...         self.loss_fn = loss_fn
+...     def call(self, y_true, y_pred):
+...         scores = tf.cast(tf.sigmoid(y_pred[:, 0]), tf.float32)
+...         labels, index = tf.cast(y_true[:, 0], tf.int32), tf.cast(y_true[:, 1], tf.int64)
+...         return self.loss_fn(scores, labels, index)
+>>> x = np.random.default_rng(0).normal(size=(32, 3)).astype("float32")
+>>> labels = (x[:, 0] > 0.5).astype("int64")
+>>> y = np.stack([labels, np.arange(32)], axis=1)  # [label, dataset index]
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer=xr.SOAP(learning_rate=1e-2),
+...               loss=PackedLoss(xr.APLoss(num_samples=32)))
+>>> history = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+>>> len(history.history["loss"])
+2
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
+import keras
 import tensorflow as tf
 
-from xrisk import OPTIMIZERS
-from xrisk import optim as core_optim
-from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
-from xrisk.optim import OptimizerState
+import xrisk
+from xrisk._adapter_support import compose_doc
+from xrisk.optim import Rates, UpdateRule, reset_reference
+from xrisk.optim._rule import check_number, refuse_foreign_arguments
 
-__all__ = ["XRiskOptimizer", *OPTIMIZERS]
+__all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
-_BUFFERS = ("momentum", "second_moment", "max_second_moment", "reference", "iterate_sum")
-
-
-def _as_variable(value: Any, owner: str) -> tf.Variable:
-    """A tf.Variable, or the tf.Variable inside a Keras 3 variable."""
-    if isinstance(value, tf.Variable):
-        return value
-    inner = getattr(value, "value", None)
-    if isinstance(inner, tf.Variable):
-        return inner
-    raise TypeError(
-        f"{owner}: got a parameter of type {type(value).__name__}; expected tf.Variable (or a "
-        "Keras variable). Fix: pass model.trainable_variables."
-    )
+LearningRate = float | Callable[[Any], Any]
+Params = Iterable[Any] | None
+Loss = tf.Module | None
 
 
-class XRiskOptimizer(tf.Module):
-    """A TensorFlow optimizer whose update is a core rule (``rule_type``).
+def _tf_variable(variable: Any) -> tf.Variable:
+    """The ``tf.Variable`` of a Keras 3 variable (or the variable itself)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
-    Subclasses are generated from :data:`xrisk.OPTIMIZERS`. For PESG the loss's ``a`` and
-    ``b`` join the parameters and its ``alpha`` takes the rule's projected ascent (its
-    gradient, if given to ``apply_gradients``, is ignored).
-    """
 
-    rule_type: type[core_optim.ClippedOptimizer]
+class XRiskOptimizer(keras.optimizers.Optimizer):
+    """Base of the Keras optimizers: ``update_step`` runs a core
+    :class:`xrisk.optim.UpdateRule`; subclasses only fix the constructor (``rule_type`` and
+    its signature). See the module docstring."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        params, loss_fn, rule = rule_from_arguments(type(self), args, kwargs)
-        super().__init__(name=rule.name)
+    rule_type: ClassVar[type[UpdateRule]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "rule_type" in cls.__dict__:
+            cls.__doc__ = compose_doc(cls.__doc__, cls.rule_type)
+            cls.__init__ = refuse_foreign_arguments(cls.__init__)  # type: ignore[method-assign]
+
+    def __init__(self, rule: UpdateRule, params: Params = None, loss_fn: Loss = None) -> None:
+        rate = rule.learning_rate
+        super().__init__(learning_rate=rate if callable(rate) else float(rate), name=rule.name)
+        if isinstance(self._learning_rate, keras.Variable):
+            # Keras keeps the learning rate in floatx; float64 keeps the given value exactly
+            # (get_config() returns 0.001, not 0.0010000000474974513).
+            old = self._learning_rate
+            with keras.name_scope(self.name, caller=self):
+                self._learning_rate = keras.Variable(
+                    rate, name="learning_rate", dtype="float64", trainable=False,
+                    aggregation="only_first_replica")
+            self._untrack_variable(old)  # the assignment above tracked the new one
         self.rule = rule
-        params = list(params) + ([] if loss_fn is None else [loss_fn.a, loss_fn.b])
-        self.params = [_as_variable(p, rule.name) for p in params]
-        if not self.params:
-            raise ValueError(f"{rule.name}: got an empty parameter list.")
-        self.alpha = None if loss_fn is None else _as_variable(loss_fn.alpha, rule.name)
-        self._position = {p.ref(): i for i, p in enumerate(self.params)}
-        with tf.init_scope():
-            state = rule.init([tf.convert_to_tensor(p) for p in self.params])
-            self.learning_rate = tf.Variable(state.learning_rate, trainable=False, name="lr")
-            self.step_count = tf.Variable(state.step, trainable=False, name="step")
-            self.steps_since_reference = tf.Variable(
-                state.steps_since_reference, trainable=False, name="steps_since_reference"
-            )
-            self.slots = {
-                name: [tf.Variable(v, trainable=False, name=name) for v in getattr(state, name)]
-                for name in _BUFFERS
-            }
+        self._lr_divisor = self.add_variable(shape=(), initializer="ones", dtype="float64",
+                                             name="lr_divisor")
+        definition = rule.loss_definition
+        containers: dict[str, tf.Variable] = {}
+        if definition is not None:
+            containers = {n: getattr(loss_fn, n, None) for n in definition.auxiliaries()}
+            if not all(isinstance(v, tf.Variable) for v in containers.values()):
+                raise TypeError(
+                    f"{rule.name}: loss_fn is {type(loss_fn).__name__}; expected an "
+                    "xrisk.tensorflow loss holding its auxiliaries as tf.Variables. Fix: "
+                    f"{rule.name}(loss_fn=xrisk.tensorflow.{definition.name}(...), ...).")
+        roles = {} if definition is None else definition.auxiliaries()
+        # Plain attributes (no checkpoint dependency: the loss saves its own variables).
+        object.__setattr__(self, "_containers", containers)
+        object.__setattr__(self, "_descent", [v for n, v in containers.items()
+                                              if roles[n].role == "descent"])
+        object.__setattr__(self, "_ascent_keys", {v.ref() for n, v in containers.items()
+                                                  if roles[n].role == "ascent"})
+        object.__setattr__(self, "_auxiliary_keys", set())
+        if params is not None:
+            variables = [_tf_variable(v) for v in params]
+            known = {v.ref() for v in variables}
+            self.build([*variables, *(v for v in self._descent if v.ref() not in known)])
 
-    def _core_state(self) -> OptimizerState:
-        return OptimizerState(
-            learning_rate=tf.convert_to_tensor(self.learning_rate),
-            step=tf.convert_to_tensor(self.step_count),
-            steps_since_reference=tf.convert_to_tensor(self.steps_since_reference),
-            **{name: tuple(tf.convert_to_tensor(v) for v in slot)
-               for name, slot in self.slots.items()},
-        )
+    # -- variables --------------------------------------------------------------------------
+    def build(self, variables: list[Any]) -> None:
+        """Create the slots of ``variables`` (a loss's ascent auxiliaries take none)."""
+        if self.built:
+            return
+        variables = [v for v in variables if _tf_variable(v).ref() not in self._ascent_keys]
+        super().build(variables)
+        specs = self.rule.slot_specs()
+        slots = []
+        for variable in variables:
+            value = _tf_variable(variable)
+            compute = "float64" if value.dtype == tf.float64 else "float32"
+            prefix = str(getattr(variable, "path", value.name)).replace("/", "_").replace(":", "_")
+            entry = {}
+            for name, spec in specs.items():
+                entry[name] = self.add_variable(
+                    shape=() if spec.scalar else tuple(value.shape),
+                    initializer=(lambda shape, dtype=None, v=value: tf.cast(v, dtype))
+                    if spec.copy_param else "zeros",
+                    dtype="int32" if spec.integer else compute, name=f"{prefix}_{name}")
+            slots.append(entry)
+        self._slot_variables = slots
+        object.__setattr__(self, "_auxiliary_keys", {
+            self._var_key(v) for v in self._descent})
 
-    def _store(self, state: OptimizerState) -> None:
-        self.learning_rate.assign(state.learning_rate)
-        self.step_count.assign(state.step)
-        self.steps_since_reference.assign(state.steps_since_reference)
-        for name, slot in self.slots.items():
-            for variable, value in zip(slot, getattr(state, name), strict=True):
-                variable.assign(value)
+    def _get_current_learning_rate(self) -> Any:
+        base = self._learning_rate
+        if not isinstance(base, keras.Variable):  # a schedule of the step count
+            base = base(self._iterations)
+        return tf.cast(base, tf.float64) / tf.convert_to_tensor(self._lr_divisor)
 
-    def _aligned_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> list[Any]:
-        grads: list[Any] = [None] * len(self.params)
-        for grad, var in grads_and_vars:
-            ref = _as_variable(var, self.name).ref()
-            if self.alpha is not None and ref == self.alpha.ref():
-                continue  # alpha takes the closed-form ascent, not its gradient
-            position = self._position.get(ref)
-            if position is None:
+    def _rates(self) -> Rates:
+        step = tf.convert_to_tensor(self.iterations)
+        ce = getattr(self.rule, "ce_learning_rate", None)
+        divisor = tf.convert_to_tensor(self._lr_divisor)
+        if ce is not None:  # a Python number straight to float64 (tf.cast would round it)
+            ce = tf.cast(ce(step), tf.float64) if callable(ce) else tf.constant(ce, tf.float64)
+        ce_lr = None if ce is None else ce / divisor
+        return self.rule.rates(step, lr=self.learning_rate, ce_lr=ce_lr)
+
+    # -- the step ---------------------------------------------------------------------------
+    def apply(self, grads: Any, trainable_variables: Any = None) -> None:
+        """Keras's ``apply``; with a min-max loss, the ascent step follows the descent."""
+        if not self._containers:
+            return super().apply(grads, trainable_variables)
+        if trainable_variables is not None:
+            pairs = [(g, v) for g, v in zip(grads, trainable_variables)
+                     if _tf_variable(v).ref() not in self._ascent_keys]
+            keys = {_tf_variable(v).ref() for _, v in pairs}
+            missing = [v.name for v in self._descent if v.ref() not in keys]
+            if missing:
                 raise ValueError(
-                    f"{self.name}: got a gradient for variable {var.name!r}, which this optimizer "
-                    "was not built with. Fix: build it with every variable you train, e.g. "
-                    "model.trainable_variables (PESG adds the loss's a and b itself)."
-                )
-            grads[position] = None if grad is None else tf.convert_to_tensor(grad)
-        return grads
+                    f"{self.name}: the variables lack the loss's descent auxiliaries "
+                    f"{missing}. Fix: apply_gradients(zip(grads, variables)) with variables = "
+                    "[*model.trainable_variables, *loss_fn.trainable_variables].")
+            grads, trainable_variables = [g for g, _ in pairs], [v for _, v in pairs]
+        rates = self._rates()  # this step's, before apply() counts it
+        super().apply(grads, trainable_variables)
+        definition = self.rule.loss_definition
+        aux = definition.params_type(**{n: tf.convert_to_tensor(v)
+                                        for n, v in self._containers.items()})
+        new = self.rule.ascend(aux, rates)
+        for name, spec in definition.auxiliaries().items():
+            if spec.role == "ascent":
+                self._containers[name].assign(getattr(new, name))
 
-    def apply_gradients(self, grads_and_vars: Iterable[tuple[Any, Any]]) -> None:
-        """One update from ``(gradient, variable)`` pairs; missing variables are left alone."""
-        grads = self._aligned_gradients(grads_and_vars)
-        values = [tf.convert_to_tensor(p) for p in self.params]
-        if self.alpha is None:
-            updates, state = self.rule.update(grads, self._core_state(), values)
-        else:
-            updates, alpha_update, state = self.rule.update(
-                grads, self._core_state(), values, alpha=tf.convert_to_tensor(self.alpha))
-            self.alpha.assign_add(alpha_update)
-        for variable, update in zip(self.params, updates, strict=True):
-            variable.assign_add(update)
-        self._store(state)
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        index = self._get_variable_index(variable)
+        entry = self._slot_variables[index]
+        rule = self.rule
+        slots = rule.slots_type(**{n: tf.convert_to_tensor(v) for n, v in entry.items()})
+        rates = self._rates()._replace(lr=learning_rate)
+        new_value, new_slots = rule.update_param(
+            tf.convert_to_tensor(gradient), tf.convert_to_tensor(variable), slots, rates,
+            auxiliary=self._var_key(variable) in self._auxiliary_keys)
+        self.assign(variable, new_value)
+        for name, slot in entry.items():
+            self.assign(slot, getattr(new_slots, name))
 
+    # -- LibAUC's schedule hooks ------------------------------------------------------------
     def update_lr(self, decay_factor: float) -> None:
-        """Divide the learning rate by ``decay_factor``."""
-        self._store(core_optim.update_lr(self._core_state(), decay_factor))
+        """Divide the learning rate(s) by ``decay_factor``."""
+        factor = check_number(f"{self.name}.update_lr", "decay_factor", decay_factor,
+                              low=0.0, low_open=True,
+                              fix="pass decay_factor > 0 (10 divides the learning rate by 10)")
+        self._lr_divisor.assign(self._lr_divisor * factor)
 
     def update_regularizer(self, decay_factor: float | None = None) -> None:
-        """New epoch-decay stage: reference ← average iterate; lr ÷ ``decay_factor`` if given."""
-        self._store(core_optim.update_regularizer(self._core_state(), decay_factor))
+        """New epoch-decay stage: each variable's reference point becomes its average iterate
+        since the last call; the learning rate(s) are divided by ``decay_factor``."""
+        if decay_factor is not None:
+            self.update_lr(decay_factor)
+        for entry in getattr(self, "_slot_variables", []):
+            if "reference" not in entry:
+                continue
+            slots = self.rule.slots_type(**{n: tf.convert_to_tensor(v)
+                                            for n, v in entry.items()})
+            new = reset_reference(slots)
+            for name, slot in entry.items():
+                slot.assign(getattr(new, name))
+
+    def get_config(self) -> dict[str, Any]:
+        """The constructor's hyper-parameters (a min-max optimizer's loss is not included:
+        pass ``loss_fn`` again when rebuilding it)."""
+        base = super().get_config()
+        config = {n: v for n, v in self.rule.config().items()
+                  if n not in ("learning_rate", "loss_fn")}
+        return {"learning_rate": base["learning_rate"], **config}
+
+    def __repr__(self) -> str:
+        return f"xrisk.tensorflow.{self.rule!r}"
 
 
-globals().update({
-    name: build_optimizer_class(rule, XRiskOptimizer, framework="TensorFlow (tf.Module)",
-                                module="xrisk.tensorflow")
-    for name, rule in OPTIMIZERS.items()
-})
+class SOAP(XRiskOptimizer):
+    """Optimizer of :class:`xrisk.APLoss` (average precision): clipped Adam by default. As a
+    Keras 3 optimizer.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> w = tf.Variable([1.0, -1.0], dtype=tf.float64)
+    >>> opt = xr.SOAP(learning_rate=0.1, mode="sgd")
+    >>> _ = opt.apply_gradients([(tf.constant([0.5, 3.0], dtype=tf.float64), w)])
+    >>> w.numpy().round(6).tolist()  # the gradient 3.0 is clipped to 1.0
+    [0.949999, -1.099999]
+    """
+
+    rule_type = xrisk.SOAP
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 1e-5,
+                 epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                 dampening: float = 0.1, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, amsgrad: bool = False) -> None:
+        rule = xrisk.SOAP(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOPA(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by CVaR (pAUC_CVaR). As a Keras 3 optimizer."""
+
+    rule_type = xrisk.SOPA
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                 epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                 dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, amsgrad: bool = False) -> None:
+        rule = xrisk.SOPA(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOPAs(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by KL-DRO (pAUC_DRO); clips at 2. As a Keras 3
+    optimizer."""
+
+    rule_type = xrisk.SOPAs
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 mode: str = "adam", clip_value: float = 2.0, weight_decay: float = 1e-5,
+                 epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                 dampening: float = 0.1, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, amsgrad: bool = False) -> None:
+        rule = xrisk.SOPAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOTAs(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by KL (tpAUC_KL). As a Keras 3 optimizer."""
+
+    rule_type = xrisk.SOTAs
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                 epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                 dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, amsgrad: bool = False) -> None:
+        rule = xrisk.SOTAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class STACO(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by double CVaR (tpAUC_CVaR). As a Keras 3
+    optimizer."""
+
+    rule_type = xrisk.STACO
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 mode: str = "adam", clip_value: float = 1.0, weight_decay: float = 0.0,
+                 epoch_decay: float = 0.0, momentum: float = 0.9, nesterov: bool = False,
+                 dampening: float = 0.0, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, amsgrad: bool = False) -> None:
+        rule = xrisk.STACO(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SONG(XRiskOptimizer):
+    """Optimizer of NDCG (SONG, K-SONG) and listwise CE: clipped momentum SGD by default. As a
+    Keras 3 optimizer."""
+
+    rule_type = xrisk.SONG
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate, mode: str = "sgd",
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SONG(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SGD(XRiskOptimizer):
+    """LibAUC's SGD: torch's momentum SGD on the clipped direction, with epoch decay. As a
+    Keras 3 optimizer."""
+
+    rule_type = xrisk.SGD
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate,
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.0, nesterov: bool = False, dampening: float = 0.0) -> None:
+        rule = xrisk.SGD(learning_rate=learning_rate, clip_value=clip_value,
+                         weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                         nesterov=nesterov, dampening=dampening)
+        super().__init__(rule, params)
+
+
+class Adam(XRiskOptimizer):
+    """LibAUC's Adam: Adam on the clipped direction (coupled L2), with epoch decay. As a Keras
+    3 optimizer."""
+
+    rule_type = xrisk.Adam
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.Adam(learning_rate=learning_rate, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class AdamW(XRiskOptimizer):
+    """LibAUC's AdamW: decoupled weight decay θ ← θ(1 - lr·weight_decay), then Adam on the
+    clipped direction (clip 10 by default), with epoch decay. As a Keras 3 optimizer."""
+
+    rule_type = xrisk.AdamW
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate = 1e-3,
+                 clip_value: float = 10.0, weight_decay: float = 0.01, epoch_decay: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.AdamW(learning_rate=learning_rate, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class PESG(XRiskOptimizer):
+    """Proximal epoch stochastic gradient descent-ascent (PESG) for min-max losses. As a Keras
+    3 optimizer.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> w = tf.Variable([0.5, -0.5])
+    >>> loss_fn = xr.AUCMLoss()
+    >>> opt = xr.PESG(loss_fn=loss_fn, learning_rate=0.1)
+    >>> variables = [w, *loss_fn.trainable_variables]  # the loss's a, b, alpha included
+    >>> with tf.GradientTape() as tape:
+    ...     scores = tf.sigmoid(tf.constant([[1.0, 2.0], [2.0, 1.0]]) @ w[:, None])[:, 0]
+    ...     loss = loss_fn(scores, tf.constant([1, 0]))
+    >>> _ = opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    >>> float(loss_fn.alpha) > 0  # alpha took the ascent step, not its gradient
+    True
+    """
+
+    rule_type = xrisk.PESG
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *,
+                 learning_rate: LearningRate = 0.1, mode: str = "sgd", clip_value: float = 1.0,
+                 weight_decay: float = 1e-5, epoch_decay: float = 2e-3, momentum: float = 0.9,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.PESG(loss_fn, learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          betas=betas, eps=eps, amsgrad=amsgrad)
+        super().__init__(rule, params, loss_fn)
+
+
+class PDSCA(XRiskOptimizer):
+    """Primal-dual stochastic compositional adaptive method for :class:`CompositionalAUCLoss`.
+    As a Keras 3 optimizer."""
+
+    rule_type = xrisk.PDSCA
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *,
+                 learning_rate: LearningRate = 0.1, ce_learning_rate: LearningRate | None = None,
+                 beta1: float = 0.99, beta2: float = 0.999, clip_value: float = 1.0,
+                 weight_decay: float = 1e-5, epoch_decay: float = 2e-3) -> None:
+        rule = xrisk.PDSCA(loss_fn, learning_rate=learning_rate, ce_learning_rate=ce_learning_rate,
+                           beta1=beta1, beta2=beta2, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay)
+        super().__init__(rule, params, loss_fn)

@@ -1,118 +1,633 @@
-"""PyTorch optimizers: ``torch.optim.Optimizer`` subclasses driving the core update rules.
+"""PyTorch optimizers: ``torch.optim.Optimizer`` subclasses running the core update rules.
 
-The per-parameter buffers (momentum, Adam moments, the epoch-decay reference point and the
-iterate sum) live in ``self.state[p]``; the step counters live in the parameter group, so
-``state_dict()`` holds every counter and reference point and ``load_state_dict`` resumes.
-The learning rate is ``param_groups[0]["lr"]``, so torch LR schedulers work.
+Parameter groups work as in torch: ``SOAP([{"params": weights}, {"params": biases,
+"weight_decay": 0.0}], learning_rate=1e-3)``; every group key is a hyper-parameter of the
+constructor, with ``learning_rate`` spelled ``"lr"`` (torch's key, which LR schedulers
+change). ``add_param_group`` takes the same keys. The per-parameter buffers (momentum, Adam
+moments, the epoch-decay reference point, the iterate sum and their counters) live in
+``self.state[p]`` in the parameter's compute dtype (float32 for bfloat16/float16
+parameters); each group holds the step count (``group["step"]``, a 0-d int64 CPU tensor, as
+torch's own optimizers keep theirs), so ``state_dict()`` / ``load_state_dict``
+resume exactly, and a state dict of another model fails at load with the mismatch named.
+
+For a min-max loss (PESG + AUCMLoss, PDSCA + CompositionalAUCLoss) the loss's ``descent``
+auxiliaries form one more parameter group (``group["auxiliary"] is True``) and each
+``ascent`` one takes the projected ascent after the descent step; the optimizer finds them
+by the roles the loss declares.
+
+>>> import torch, xrisk.torch as xr
+>>> model = torch.nn.Linear(3, 1)
+>>> loss_fn = xr.AUCMLoss()
+>>> opt = xr.PESG(model.parameters(), loss_fn, learning_rate=0.1)
+>>> len(opt.param_groups), opt.param_groups[1]["auxiliary"]  # the model's, the loss's a, b
+(2, True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
 import torch
 
-from xrisk import OPTIMIZERS
-from xrisk import optim as core_optim
-from xrisk._adapter_support import build_optimizer_class, rule_from_arguments
-from xrisk.optim import OptimizerState
+import xrisk
+from xrisk._adapter_support import compose_doc
+from xrisk.optim import UpdateRule, reset_reference
+from xrisk.optim._rule import check_number, refuse_foreign_arguments
 
-__all__ = ["XRiskOptimizer", *OPTIMIZERS]
+__all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
-_BUFFERS = ("momentum", "second_moment", "max_second_moment", "reference", "iterate_sum")
+Params = Iterable[torch.Tensor] | Iterable[dict[str, Any]] | None
+Loss = torch.nn.Module | None
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 class XRiskOptimizer(torch.optim.Optimizer):
-    """A torch optimizer whose update is a core rule (``rule_type``); one parameter group.
+    """Base of the torch optimizers: a core :class:`xrisk.optim.UpdateRule` per group.
 
-    Subclasses are generated from :data:`xrisk.OPTIMIZERS`. For PESG the loss's ``a`` and
-    ``b`` join the parameters and its ``alpha`` takes the rule's projected ascent.
+    Subclasses only fix the constructor (``rule_type`` and its signature); see the module
+    docstring for groups, state and min-max losses.
     """
 
-    rule_type: type[core_optim.ClippedOptimizer]
+    rule_type: ClassVar[type[UpdateRule]]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        params, loss_fn, rule = rule_from_arguments(type(self), args, kwargs)
-        params = list(params)
-        if any(isinstance(p, dict) for p in params):
-            raise TypeError(
-                f"{rule.name}: got parameter groups (dicts); expected one iterable of tensors. "
-                "Fix: pass model.parameters(); use one optimizer per group if groups need "
-                "different hyper-parameters."
-            )
-        if not params:
-            raise ValueError(f"{rule.name}: got an empty parameter list.")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "rule_type" in cls.__dict__:
+            cls.__doc__ = compose_doc(cls.__doc__, cls.rule_type)
+            cls.__init__ = refuse_foreign_arguments(cls.__init__)  # type: ignore[method-assign]
+
+    def __init__(self, rule: UpdateRule, params: Params, loss_fn: Loss = None) -> None:
+        owner = rule.name
+        if params is None:
+            raise TypeError(f"{owner}: params is None; torch optimizers need the parameters. "
+                            f"Fix: {owner}(model.parameters(), ...).")
+        for name in ("learning_rate", "ce_learning_rate"):
+            if callable(getattr(rule, name, None)):
+                raise TypeError(
+                    f"{owner}: {name} is a callable; torch keeps the learning rate as a number "
+                    "in param_groups. Fix: pass a number and use a torch.optim.lr_scheduler."
+                )
         self.rule = rule
-        self.alpha = None if loss_fn is None else loss_fn.alpha
-        if loss_fn is not None:
-            params += [loss_fn.a, loss_fn.b]
-        super().__init__(params, {"lr": rule.lr})
-        group = self.param_groups[0]
-        group.setdefault("step", 0)
-        group.setdefault("steps_since_reference", 0)
+        self.loss_fn = loss_fn
+        self._rules: dict[tuple[Any, ...], UpdateRule] = {}
+        # group position -> (its parameters, the rule, the flat plans) of the eager path
+        self._plans: dict[int, tuple[tuple[torch.Tensor, ...], UpdateRule,
+                                     list[_FlatPlan]]] = {}
+        definition = rule.loss_definition
+        self._containers = {} if definition is None else _loss_containers(owner, loss_fn,
+                                                                          definition)
+        config = rule.config()
+        self._hyper_names = tuple(n for n in config if n not in ("learning_rate", "loss_fn"))
+        defaults = {"lr": rule.learning_rate, **{n: config[n] for n in self._hyper_names},
+                    "auxiliary": False}
+        super().__init__(params, defaults)
+        descent = [name for name, aux in
+                   (definition.auxiliaries().items() if definition is not None else ())
+                   if aux.role == "descent"]
+        if descent:  # one more group; named like the others when they carry names
+            named = "param_names" in self.param_groups[0]
+            self.add_param_group({"params": [(f"loss_fn.{name}", self._containers[name])
+                                             for name in descent] if named else
+                                  [self._containers[name] for name in descent]})
+            self.param_groups[-1]["auxiliary"] = True
+
+    # -- groups ---------------------------------------------------------------------------
+    def _group_rule(self, group: dict[str, Any]) -> UpdateRule:
+        """The core rule of ``group``'s hyper-parameters (validated once per distinct set)."""
+        key = tuple(_hashable(group[name]) for name in self._hyper_names)
+        rule = self._rules.get(key)
+        if rule is None:
+            rule = self.rule.replace(**{n: group[n] for n in self._hyper_names})
+            self._rules[key] = rule
+        return rule
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group; its keys are ``params``, ``lr`` and the constructor's hyper-parameters.
+
+        Nothing changes if the group is invalid (unknown key, bad value, a loss auxiliary).
+        """
+        owner = self.rule.name
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{owner}: param_group is {type(param_group).__name__}; expected a "
+                            "dict with 'params'. Fix: add_param_group({'params': tensors}).")
+        group = dict(param_group)
+        allowed = ("params", "param_names", "lr", *self._hyper_names)
+        unknown = sorted(set(group) - set(allowed))
+        if unknown:
+            raise TypeError(f"{owner}: unknown parameter-group keys {unknown}; expected keys "
+                            f"among {list(allowed)}. Fix: spell the learning rate 'lr' and the "
+                            "other hyper-parameters as in the constructor.")
+        check_number(owner, "lr", group.get("lr", self.defaults["lr"]), low=0.0)
+        rule = self._group_rule({**self.defaults, **group})
+        params = group.get("params")
+        params = [params] if isinstance(params, torch.Tensor) else list(params or [])
+        ascent = {id(c) for name, c in self._containers.items()
+                  if self.rule.loss_definition.auxiliaries()[name].role == "ascent"}
+        for item in params:
+            tensor = item[1] if isinstance(item, tuple) else item
+            if id(tensor) in ascent:
+                raise ValueError(
+                    f"{owner}: a parameter is the loss's ascent auxiliary, which this optimizer "
+                    "updates by its own ascent step. Fix: pass model.parameters() only; the "
+                    "loss's auxiliaries are added by the optimizer."
+                )
+        group["params"] = params
+        super().add_param_group(group)
+        added = self.param_groups[-1]
+        # The step count, shared by the groups: a CPU tensor, so a torch.compile'd step does
+        # not specialise (and recompile) on its value.
+        first = self.param_groups[0].get("step")
+        added["step"] = torch.zeros((), dtype=torch.int64) if first is None else first.clone()
         with torch.no_grad():
-            self._store(rule.init([p.detach() for p in group["params"]]))
+            for param in added["params"]:
+                slots = rule.init_slots(param)
+                self.state[param] = {n: v for n, v in slots._asdict().items() if v is not None}
 
-    # The core state is assembled from torch containers for each call and written back.
-    def _core_state(self) -> OptimizerState:
-        group = self.param_groups[0]
-        params = group["params"]
-        first = params[0]
-        counters = {"dtype": torch.int32, "device": first.device}
-        return OptimizerState(
-            learning_rate=torch.tensor(group["lr"], dtype=first.dtype, device=first.device),
-            step=torch.tensor(group["step"], **counters),
-            steps_since_reference=torch.tensor(group["steps_since_reference"], **counters),
-            **{
-                name: tuple(self.state[p][name] for p in params)
-                if name in self.state[first] else ()
-                for name in _BUFFERS
-            },
-        )
+    def _auxiliary_group(self) -> dict[str, Any]:
+        return next((g for g in self.param_groups if g.get("auxiliary")), self.param_groups[0])
 
-    def _store(self, state: OptimizerState) -> None:
-        group = self.param_groups[0]
-        group["lr"] = float(state.learning_rate)
-        group["step"] = int(state.step)
-        group["steps_since_reference"] = int(state.steps_since_reference)
-        for name in _BUFFERS:
-            for param, value in zip(group["params"], getattr(state, name)):
-                self.state[param][name] = value
-
+    # -- the step ---------------------------------------------------------------------------
     @torch.no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient (and of alpha, for PESG)."""
+        """One update of every parameter with a gradient (then the loss's ascent step)."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        params = self.param_groups[0]["params"]
-        grads, values = [p.grad for p in params], [p.detach() for p in params]
-        if self.alpha is None:
-            updates, state = self.rule.update(grads, self._core_state(), values)
-        else:
-            updates, alpha_update, state = self.rule.update(
-                grads, self._core_state(), values, alpha=self.alpha.detach())
-            self.alpha.add_(alpha_update)
-            self.alpha.grad = None  # unused (closed-form ascent); zero_grad() does not see it
-        for param, update in zip(params, updates, strict=True):
-            param.add_(update)
-        self._store(state)
+        for group in self.param_groups:  # refuse before anything moves
+            for param in group["params"]:
+                if param.grad is not None and param.grad.is_sparse:
+                    raise RuntimeError(f"{self.rule.name}: got a sparse gradient; expected dense "
+                                       "gradients. Fix: build embeddings with sparse=False.")
+        # Eager: each group's parameters as flat vectors (a few tensor ops per group instead of
+        # a few per parameter). Compiled steps and rules without host counters go per tensor.
+        flat = not torch.compiler.is_compiling()
+        ascent_rates = None
+        auxiliary_group = self._auxiliary_group()
+        for position, group in enumerate(self.param_groups):
+            rule = self._group_rule(group)
+            rates = rule.rates(group["step"], lr=group["lr"],
+                               ce_lr=group.get("ce_learning_rate"))
+            if flat and rule.host_counters:
+                self._update_flat(position, group, rule, rates)
+            else:
+                self._update_each(group["params"], rule, rates, group["auxiliary"])
+            if group is auxiliary_group:
+                ascent_rates = rates
+            group["step"] += 1
+        if self._containers:
+            self._ascend(ascent_rates)
         return loss
 
+    def _update_each(self, params: Iterable[torch.Tensor], rule: UpdateRule, rates: Any,
+                     auxiliary: bool) -> None:
+        """The core rule on each parameter with a gradient (new slot tensors are rebound)."""
+        for param in params:
+            if param.grad is None:
+                continue
+            state = self.state[param]
+            new_param, slots = rule.update_param(
+                param.grad, param, rule.slots_type(**state), rates, auxiliary=auxiliary)
+            param.copy_(new_param)
+            state.update((n, v) for n, v in slots._asdict().items() if v is not None)
+
+    def _update_flat(self, position: int, group: dict[str, Any], rule: UpdateRule,
+                     rates: Any) -> None:
+        """The core rule once per :class:`_FlatPlan` of the group (see there)."""
+        params = group["params"]
+        found = self._plans.get(position)
+        if found is None or not _plans_match(*found, params, rule, self.state):
+            found = self._plans[position] = (tuple(params), rule,
+                                             _make_plans(params, rule, self.state))
+        plans = found[2]
+        rest = []
+        for plan in plans:
+            with_grad = [p.grad is not None for p in plan.params]
+            if all(with_grad):
+                plan.update(rule, rates, group["auxiliary"])
+            elif any(with_grad):  # the counters part ways: per tensor, new plans next step
+                rest.extend(p for p, has in zip(plan.params, with_grad) if has)
+        if rest:
+            self._update_each(rest, rule, rates, group["auxiliary"])
+
+    def _ascend(self, rates: Any) -> None:
+        definition = self.rule.loss_definition
+        aux = definition.params_type(**{n: c.detach() for n, c in self._containers.items()})
+        new = self.rule.ascend(aux, rates)
+        for name, spec in definition.auxiliaries().items():
+            if spec.role == "ascent":
+                container = self._containers[name]
+                container.copy_(getattr(new, name))
+                container.grad = None  # unused (closed-form ascent); zero_grad() does not see it
+
+    # -- LibAUC's schedule hooks ------------------------------------------------------------
     def update_lr(self, decay_factor: float) -> None:
-        """Divide the learning rate by ``decay_factor``."""
-        self._store(core_optim.update_lr(self._core_state(), decay_factor))
+        """Divide the learning rate(s) of every parameter group by ``decay_factor``."""
+        factor = check_number(f"{self.rule.name}.update_lr", "decay_factor", decay_factor,
+                              low=0.0, low_open=True,
+                              fix="pass decay_factor > 0 (10 divides the learning rate by 10)")
+        for group in self.param_groups:
+            group["lr"] = group["lr"] / factor
+            if group.get("ce_learning_rate") is not None:
+                group["ce_learning_rate"] = group["ce_learning_rate"] / factor
 
+    @torch.no_grad()
     def update_regularizer(self, decay_factor: float | None = None) -> None:
-        """New epoch-decay stage: reference ← average iterate; lr ÷ ``decay_factor`` if given."""
-        with torch.no_grad():
-            self._store(core_optim.update_regularizer(self._core_state(), decay_factor))
+        """New epoch-decay stage: each parameter's reference point becomes its average
+        iterate since the last call; the learning rates are divided by ``decay_factor``."""
+        if decay_factor is not None:
+            self.update_lr(decay_factor)
+        for group in self.param_groups:
+            rule = self._group_rule(group)
+            for param in group["params"]:
+                state = self.state[param]
+                slots = reset_reference(rule.slots_type(**state))
+                state.update((n, v) for n, v in slots._asdict().items() if v is not None)
+
+    # -- state dicts ------------------------------------------------------------------------
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a ``state_dict()`` of this optimizer type; a state dict of another model or
+        configuration raises (naming the mismatch) before anything changes."""
+        owner = self.rule.name
+        saved_groups, saved_state = state_dict["param_groups"], state_dict["state"]
+        fix = (f"Fix: load a state_dict saved by xrisk.torch.{owner} for the same model and "
+               "parameter groups.")
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"{owner}: the state_dict has {len(saved_groups)} parameter "
+                             f"groups; this optimizer has {len(self.param_groups)}. {fix}")
+        plan = []
+        for position, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            where = f"{owner}: parameter group {position}"
+            missing = sorted({"lr", "step", "auxiliary", *self._hyper_names} - set(saved))
+            if missing:
+                raise ValueError(f"{where} of the state_dict lacks {missing}. {fix}")
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(f"{where}: the state_dict holds {len(saved['params'])} "
+                                 f"parameters; this optimizer {len(group['params'])}. {fix}")
+            rule = self.rule.replace(**{n: saved[n] for n in self._hyper_names})
+            specs = rule.slot_specs()
+            for index, param in zip(saved["params"], group["params"]):
+                slots = saved_state.get(index, {})
+                if set(slots) != set(specs):
+                    raise ValueError(f"{where}: parameter {index} has state {sorted(slots)}; "
+                                     f"expected {sorted(specs)}. {fix}")
+                for name, spec in specs.items():
+                    shape = () if spec.scalar else tuple(param.shape)
+                    if tuple(slots[name].shape) != shape:
+                        raise ValueError(
+                            f"{where}: state {name!r} of parameter {index} has shape "
+                            f"{tuple(slots[name].shape)}; the parameter has shape "
+                            f"{tuple(param.shape)}: the state_dict comes from another model. "
+                            f"{fix}")
+                plan.append((param, slots, specs))
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:
+            group["step"] = torch.as_tensor(group["step"], dtype=torch.int64).cpu().clone()
+        # torch casts floating state to the parameter's dtype; restore int32 counters and the
+        # compute dtype (float32 for bfloat16/float16 parameters) from the saved tensors.
+        for param, slots, specs in plan:
+            dtype = torch.float64 if param.dtype == torch.float64 else torch.float32
+            self.state[param] = {
+                name: torch.as_tensor(slots[name]).to(
+                    device=param.device, dtype=torch.int32 if spec.integer else dtype,
+                    copy=True)
+                for name, spec in specs.items()
+            }
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.update(rule=self.rule, loss_fn=self.loss_fn, _rules={}, _plans={},
+                     _containers=self._containers, _hyper_names=self._hyper_names)
+        return state
+
+    def __repr__(self) -> str:
+        return f"xrisk.torch.{self.rule!r} with {len(self.param_groups)} parameter group(s)"
 
 
-globals().update({
-    name: build_optimizer_class(rule, XRiskOptimizer, framework="PyTorch (torch.optim)",
-                                module="xrisk.torch")
-    for name, rule in OPTIMIZERS.items()
-})
+class _FlatPlan:
+    """Parameters of one group updated together as one flat vector in eager mode.
+
+    The members share dtype, device and counter values. Their float slots are views of one
+    flat buffer per slot (``self.state[p]`` holds the views, so ``state_dict`` and the per-tensor
+    path see ordinary per-parameter tensors); their counters are 0-d views of one int32 vector
+    per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`). A step costs the
+    core rule's ops once, plus gathering the gradients and parameters and writing back.
+    Anything that rebinds a state entry (``load_state_dict``, ``update_regularizer``, a
+    compiled or per-tensor step) breaks the identity :func:`_plans_match` checks, and the
+    plans are rebuilt from the state at the next eager step.
+    """
+
+    def __init__(self, params: list[torch.Tensor], rule: UpdateRule,
+                 state: dict[torch.Tensor, dict[str, torch.Tensor]],
+                 counters: dict[str, int]) -> None:
+        self.params = params
+        self.shapes = [p.shape for p in params]
+        self.sizes = [p.numel() for p in params]
+        self.counters = counters  # Python mirrors of the int32 views
+        self.flats: dict[str, torch.Tensor] = {}
+        self.views: list[dict[str, torch.Tensor]] = [{} for _ in params]
+        for name in rule.slot_specs():
+            members = [state[p][name] for p in params]
+            if name in counters:
+                flat = torch.stack(members).to(torch.int32)
+                pieces = list(flat.unbind())
+            else:
+                flat = torch.cat([m.reshape(-1) for m in members])
+                pieces = [piece.view(shape) for piece, shape in
+                          zip(flat.split(self.sizes), self.shapes)]
+            self.flats[name] = flat
+            for param, views, piece in zip(params, self.views, pieces):
+                state[param][name] = views[name] = piece
+
+    def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
+        params = self.params
+        grad = torch.cat([p.grad.reshape(-1) for p in params])
+        flat_param = torch.cat([p.reshape(-1) for p in params])
+        slots = rule.slots_type(**{name: self.counters.get(name, flat)
+                                   for name, flat in self.flats.items()})
+        new_param, new_slots = rule.update_param(grad, flat_param, slots, rates,
+                                                 auxiliary=auxiliary)
+        torch._foreach_copy_(params, [piece.view(shape) for piece, shape in
+                                      zip(new_param.split(self.sizes), self.shapes)])
+        for name, flat in self.flats.items():
+            value = getattr(new_slots, name)
+            if name in self.counters:
+                if value != self.counters[name]:
+                    flat.fill_(value)
+                    self.counters[name] = value
+            elif value is not flat:
+                flat.copy_(value)
+
+
+def _make_plans(params: list[torch.Tensor], rule: UpdateRule,
+                state: dict[torch.Tensor, dict[str, torch.Tensor]]) -> list[_FlatPlan]:
+    """One plan per (dtype, device, counter values) among ``params``. Reads the counters (a
+    device sync on an accelerator): only when plans are (re)built, not every step."""
+    names = [n for n, spec in rule.slot_specs().items() if spec.scalar and spec.integer]
+    buckets: dict[tuple[Any, ...], list[torch.Tensor]] = {}
+    for param in params:
+        counters = tuple(int(state[param][n]) for n in names)
+        buckets.setdefault((param.dtype, param.device, counters), []).append(param)
+    return [_FlatPlan(members, rule, state, dict(zip(names, key[2])))
+            for key, members in buckets.items()]
+
+
+def _plans_match(members: tuple[torch.Tensor, ...], planned_rule: UpdateRule,
+                 plans: list[_FlatPlan], params: list[torch.Tensor], rule: UpdateRule,
+                 state: dict[torch.Tensor, dict[str, torch.Tensor]]) -> bool:
+    """Whether ``plans`` (made for ``members`` under ``planned_rule``) still hold: the group
+    has the same parameters, the rule the same slots, and every state entry is its view."""
+    if len(members) != len(params) or any(a is not b for a, b in zip(members, params)):
+        return False
+    if rule is not planned_rule and rule.slot_specs().keys() != planned_rule.slot_specs().keys():
+        return False
+    for plan in plans:
+        for param, views in zip(plan.params, plan.views):
+            entries = state.get(param)
+            if entries is None or len(entries) != len(views) or any(
+                    entries.get(name) is not view for name, view in views.items()):
+                return False
+    return True
+
+
+def _loss_containers(owner: str, loss_fn: Any, definition: Any) -> dict[str, torch.Tensor]:
+    """The loss's auxiliaries (``nn.Parameter``\\ s), by the names its definition declares."""
+    containers = {name: getattr(loss_fn, name, None) for name in definition.auxiliaries()}
+    if not all(isinstance(c, torch.Tensor) for c in containers.values()):
+        raise TypeError(f"{owner}: loss_fn is {type(loss_fn).__name__}; expected an xrisk.torch "
+                        f"loss holding its auxiliaries as tensors. Fix: {owner}(params, "
+                        f"xrisk.torch.{definition.name}(...), ...).")
+    return containers
+
+
+class SOAP(XRiskOptimizer):
+    """Optimizer of :class:`xrisk.APLoss` (average precision): clipped Adam by default. As a
+    ``torch.optim.Optimizer``.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -1.0], dtype=torch.float64))
+    >>> opt = xr.SOAP([w], learning_rate=0.1, mode="sgd")
+    >>> w.grad = torch.tensor([0.5, 3.0], dtype=torch.float64)
+    >>> opt.step()
+    >>> w.detach().numpy().round(6).tolist()  # the gradient 3.0 is clipped to 1.0
+    [0.949999, -1.099999]
+    """
+
+    rule_type = xrisk.SOAP
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3, mode: str = "adam",
+                 clip_value: float = 1.0, weight_decay: float = 1e-5, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.1,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SOAP(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOPA(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by CVaR (pAUC_CVaR). As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.SOPA
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3, mode: str = "adam",
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SOPA(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOPAs(XRiskOptimizer):
+    """Optimizer of the one-way partial AUC by KL-DRO (pAUC_DRO); clips at 2. As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.SOPAs
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3, mode: str = "adam",
+                 clip_value: float = 2.0, weight_decay: float = 1e-5, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.1,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SOPAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SOTAs(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by KL (tpAUC_KL). As a ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.SOTAs
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3, mode: str = "adam",
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SOTAs(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class STACO(XRiskOptimizer):
+    """Optimizer of the two-way partial AUC by double CVaR (tpAUC_CVaR). As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.STACO
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3, mode: str = "adam",
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.STACO(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                           nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SONG(XRiskOptimizer):
+    """Optimizer of NDCG (SONG, K-SONG) and listwise CE: clipped momentum SGD by default. As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.SONG
+
+    def __init__(self, params: Params = None, *, learning_rate: float, mode: str = "sgd",
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.SONG(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          nesterov=nesterov, dampening=dampening, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class SGD(XRiskOptimizer):
+    """LibAUC's SGD: torch's momentum SGD on the clipped direction, with epoch decay. As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.SGD
+
+    def __init__(self, params: Params = None, *, learning_rate: float, clip_value: float = 1.0,
+                 weight_decay: float = 0.0, epoch_decay: float = 0.0, momentum: float = 0.0,
+                 nesterov: bool = False, dampening: float = 0.0) -> None:
+        rule = xrisk.SGD(learning_rate=learning_rate, clip_value=clip_value,
+                         weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                         nesterov=nesterov, dampening=dampening)
+        super().__init__(rule, params)
+
+
+class Adam(XRiskOptimizer):
+    """LibAUC's Adam: Adam on the clipped direction (coupled L2), with epoch decay. As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.Adam
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3,
+                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.Adam(learning_rate=learning_rate, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                          amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class AdamW(XRiskOptimizer):
+    """LibAUC's AdamW: decoupled weight decay θ ← θ(1 - lr·weight_decay), then Adam on the
+    clipped direction (clip 10 by default), with epoch decay. As a
+    ``torch.optim.Optimizer``."""
+
+    rule_type = xrisk.AdamW
+
+    def __init__(self, params: Params = None, *, learning_rate: float = 1e-3,
+                 clip_value: float = 10.0, weight_decay: float = 0.01, epoch_decay: float = 0.0,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.AdamW(learning_rate=learning_rate, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay, betas=betas, eps=eps,
+                           amsgrad=amsgrad)
+        super().__init__(rule, params)
+
+
+class PESG(XRiskOptimizer):
+    """Proximal epoch stochastic gradient descent-ascent (PESG) for min-max losses. As a
+    ``torch.optim.Optimizer``.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> model = torch.nn.Linear(2, 1)
+    >>> loss_fn = xr.AUCMLoss()
+    >>> opt = xr.PESG(model.parameters(), loss_fn, learning_rate=0.1)
+    >>> scores = torch.sigmoid(model(torch.randn(4, 2))).squeeze(1)
+    >>> loss_fn(scores, torch.tensor([1, 0, 1, 0])).backward()
+    >>> opt.step()  # descent on the model's weights and a, b; then ascent on alpha
+    >>> loss_fn.alpha.item() > 0
+    True
+    """
+
+    rule_type = xrisk.PESG
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *, learning_rate: float = 0.1,
+                 mode: str = "sgd", clip_value: float = 1.0, weight_decay: float = 1e-5,
+                 epoch_decay: float = 2e-3, momentum: float = 0.9,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 amsgrad: bool = False) -> None:
+        rule = xrisk.PESG(loss_fn, learning_rate=learning_rate, mode=mode, clip_value=clip_value,
+                          weight_decay=weight_decay, epoch_decay=epoch_decay, momentum=momentum,
+                          betas=betas, eps=eps, amsgrad=amsgrad)
+        super().__init__(rule, params, loss_fn)
+
+
+class PDSCA(XRiskOptimizer):
+    """Primal-dual stochastic compositional adaptive method for :class:`CompositionalAUCLoss`.
+    As a ``torch.optim.Optimizer``.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> model = torch.nn.Linear(2, 1)
+    >>> loss_fn = xr.CompositionalAUCLoss(k=1)
+    >>> opt = xr.PDSCA(model.parameters(), loss_fn, learning_rate=0.1)
+    >>> x, y = torch.randn(4, 2), torch.tensor([1, 0, 1, 0])
+    >>> alphas = []
+    >>> for _ in range(2):  # step 0: cross-entropy phase; step 1: AUC phase
+    ...     opt.zero_grad()
+    ...     loss_fn(torch.sigmoid(model(x)).squeeze(1), y).backward()
+    ...     opt.step()
+    ...     alphas.append(loss_fn.alpha.item())
+    >>> alphas[0] == 0.0 and alphas[1] > 0
+    True
+    """
+
+    rule_type = xrisk.PDSCA
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *, learning_rate: float = 0.1,
+                 ce_learning_rate: float | None = None, beta1: float = 0.99, beta2: float = 0.999,
+                 clip_value: float = 1.0, weight_decay: float = 1e-5,
+                 epoch_decay: float = 2e-3) -> None:
+        rule = xrisk.PDSCA(loss_fn, learning_rate=learning_rate, ce_learning_rate=ce_learning_rate,
+                           beta1=beta1, beta2=beta2, clip_value=clip_value,
+                           weight_decay=weight_decay, epoch_decay=epoch_decay)
+        super().__init__(rule, params, loss_fn)

@@ -1,18 +1,64 @@
-"""Optimizer rules (pure functions on arrays) and the registry the adapters build from."""
+"""Optimizer rules (pure per-parameter functions on arrays) and the registry of every optimizer.
 
-from ._clipped import ClippedOptimizer, OptimizerState, update_lr, update_regularizer
+Adding an optimizer: write its rule here (an :class:`UpdateRule`, usually a
+:class:`ClippedRule` with other defaults) and add it to :data:`OPTIMIZERS`; each adapter
+(torch, TensorFlow, JAX) then holds one short class of the same name and signature, which
+``tests/test_optim_api.py`` checks against the registry.
+"""
+
+from ._rule import (
+    ClippedRule,
+    ClippedSlots,
+    OptimizerState,
+    Rates,
+    SlotSpec,
+    UpdateRule,
+    ascent_step,
+    reset_reference,
+    update_lr,
+    update_regularizer,
+)
+from .clipped import SGD, SOAP, SONG, SOPA, STACO, Adam, AdamW, SOPAs, SOTAs
+from .pdsca import PDSCA, PDSCASlots
 from .pesg import PESG
-from .soap import SOAP
 
 __all__ = [
     "OPTIMIZERS",
-    "ClippedOptimizer",
+    "ClippedRule",
+    "ClippedSlots",
     "OptimizerState",
-    "PESG",
-    "SOAP",
+    "PDSCASlots",
+    "Rates",
+    "SlotSpec",
+    "UpdateRule",
+    "ascent_step",
+    "reset_reference",
     "update_lr",
     "update_regularizer",
+    "SOAP",
+    "SOPA",
+    "SOPAs",
+    "SOTAs",
+    "STACO",
+    "SONG",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "PESG",
+    "PDSCA",
 ]
 
-#: Every optimizer rule, by public class name.
-OPTIMIZERS: dict[str, type[ClippedOptimizer]] = {"SOAP": SOAP, "PESG": PESG}
+#: Every optimizer rule, by public class name (LibAUC's names).
+OPTIMIZERS: dict[str, type[UpdateRule]] = {
+    "SOAP": SOAP,
+    "SOPA": SOPA,
+    "SOPAs": SOPAs,
+    "SOTAs": SOTAs,
+    "STACO": STACO,
+    "SONG": SONG,
+    "SGD": SGD,
+    "Adam": Adam,
+    "AdamW": AdamW,
+    "PESG": PESG,
+    "PDSCA": PDSCA,
+}

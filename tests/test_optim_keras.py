@@ -1,0 +1,116 @@
+"""Keras habits: ``model.compile(optimizer=xr.SOAP(...))`` + ``model.fit`` with an X-risk loss
+(the index reaches the loss inside ``y_true``) trains exactly like a GradientTape loop;
+schedules; the optimizer's variables resume a run."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+from numpy.testing import assert_allclose
+
+import xrisk.tensorflow as xr
+
+N, BATCH = 24, 8
+
+
+class PackedLoss(keras.losses.Loss):
+    """An xrisk loss taking ``y_true = [label, index]`` (the module docstring's recipe)."""
+
+    def __init__(self, loss_fn):
+        super().__init__(name=loss_fn.name, dtype="float64")
+        self.loss_fn = loss_fn
+
+    def call(self, y_true, y_pred):
+        scores = tf.cast(tf.sigmoid(y_pred[:, 0]), tf.float32)
+        labels, index = tf.cast(y_true[:, 0], tf.int32), tf.cast(y_true[:, 1], tf.int64)
+        return self.loss_fn(scores, labels, index)
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(N, 3)).astype("float32")
+    labels = (rng.random(N) < 0.4).astype("int64")
+    labels[0] = 1
+    return x, labels, np.arange(N)
+
+
+def _model():
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="tanh"),
+                             keras.layers.Dense(1)])
+
+
+def test_model_fit_trains_like_a_gradient_tape_loop():
+    x, labels, index = _data()
+    fitted = _model()
+    loss_fn = xr.APLoss(num_samples=N)
+    fitted.compile(optimizer=xr.SOAP(learning_rate=1e-2, epoch_decay=0.01),
+                   loss=PackedLoss(loss_fn))
+    fitted.fit(x, np.stack([labels, index], axis=1), batch_size=BATCH, epochs=2,
+               shuffle=False, verbose=0)
+
+    manual = _model()
+    manual_loss = xr.APLoss(num_samples=N)
+    opt = xr.SOAP(manual.trainable_variables, learning_rate=1e-2, epoch_decay=0.01)
+
+    @tf.function
+    def step(xb, yb, ib):
+        with tf.GradientTape() as tape:
+            scores = tf.sigmoid(manual(xb)[:, 0])
+            loss = manual_loss(scores, yb, ib)
+        grads = tape.gradient(loss, manual.trainable_variables)
+        opt.apply_gradients(zip(grads, manual.trainable_variables))
+
+    for _ in range(2):
+        for start in range(0, N, BATCH):
+            batch = slice(start, start + BATCH)
+            step(x[batch], labels[batch].astype("int32"), index[batch])
+    assert int(fitted.optimizer.iterations) == int(opt.iterations) == 2 * N // BATCH
+    for got, want in zip(fitted.get_weights(), manual.get_weights(), strict=True):
+        assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert_allclose(loss_fn.u.numpy(), manual_loss.u.numpy(), rtol=1e-5, atol=1e-7)
+    assert np.any(loss_fn.u.numpy() != 0)
+
+
+def test_keras_schedules_and_update_lr_compose():
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
+    w = tf.Variable([1.0, 1.0], dtype=tf.float64)
+    opt = xr.SGD([w], learning_rate=schedule)
+    steps = []
+    for _ in range(3):
+        before = w.numpy().copy()
+        opt.apply_gradients([(tf.constant([1.0, 1.0], tf.float64), w)])
+        steps.append(float(before[0] - w.numpy()[0]))
+        opt.update_lr(2)
+    assert_allclose(steps, [0.1, 0.1 * 0.5 / 2, 0.1 * 0.25 / 4], rtol=1e-6)
+
+
+def test_optimizer_variables_resume_a_run():
+    def run(opt, w, steps):
+        for step in range(steps):
+            opt.apply_gradients([(tf.constant([0.3, -2.0, step * 0.1], tf.float64), w)])
+
+    w = tf.Variable([1.0, 2.0, 3.0], dtype=tf.float64)
+    opt = xr.SOAP([w], epoch_decay=0.1)
+    run(opt, w, 2)
+    opt.update_regularizer(decay_factor=10)
+    saved_w, saved = w.numpy().copy(), [v.numpy().copy() for v in opt.variables]
+    run(opt, w, 2)
+    w2 = tf.Variable(saved_w)
+    opt2 = xr.SOAP([w2], epoch_decay=0.1)
+    for variable, value in zip(opt2.variables, saved, strict=True):
+        variable.assign(value)
+    run(opt2, w2, 2)
+    np.testing.assert_array_equal(w.numpy(), w2.numpy())
+
+
+def test_lazily_built_inside_tf_function_gives_the_eager_numbers():
+    eager_w, graph_w = (tf.Variable([1.0, -1.0], dtype=tf.float64) for _ in range(2))
+    eager_opt, graph_opt = xr.SOAP(learning_rate=0.1), xr.SOAP(learning_rate=0.1)
+    grad = tf.constant([0.5, 3.0], tf.float64)
+    step = tf.function(lambda: graph_opt.apply_gradients([(grad, graph_w)]))
+    for _ in range(3):
+        eager_opt.apply_gradients([(grad, eager_w)])
+        step()
+    np.testing.assert_array_equal(eager_w.numpy(), graph_w.numpy())

@@ -1,0 +1,194 @@
+"""torch habits: parameter groups, add_param_group, LR schedulers, state dicts that resume
+exactly and refuse another model's state, torch.compile."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import numpy as np
+import pytest
+import torch
+
+import xrisk.torch as xr
+
+
+def _model(seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).to(
+        dtype)
+
+
+def _data(dtype=torch.float64):
+    generator = torch.Generator().manual_seed(1)
+    return (torch.randn(16, 3, generator=generator, dtype=dtype),
+            torch.tensor([1, 0, 0, 1] * 4), torch.arange(16))
+
+
+def _train(model, loss_fn, opt, steps, *, regularize_at=None):
+    X, y, index = _data(next(model.parameters()).dtype)
+    for step in range(steps):
+        if step == regularize_at:
+            opt.update_regularizer(decay_factor=10)
+        opt.zero_grad()
+        scores = torch.sigmoid(model(X)).squeeze(1)
+        loss_fn(scores, y, index).backward() if isinstance(loss_fn, xr.APLoss) else \
+            loss_fn(scores, y).backward()
+        opt.step()
+
+
+def test_parameter_groups_take_their_own_hyper_parameters():
+    """weight_decay=0 for biases in a second group == two optimizers, one per group."""
+    model, twin = _model(), _model()
+    weights = [p for n, p in model.named_parameters() if n.endswith("weight")]
+    biases = [p for n, p in model.named_parameters() if n.endswith("bias")]
+    opt = xr.SOAP([{"params": weights}, {"params": biases, "weight_decay": 0.0, "lr": 0.05}],
+                  learning_rate=0.01, weight_decay=0.1, mode="sgd")
+    twin_weights = [p for n, p in twin.named_parameters() if n.endswith("weight")]
+    twin_biases = [p for n, p in twin.named_parameters() if n.endswith("bias")]
+    separate = [xr.SOAP(twin_weights, learning_rate=0.01, weight_decay=0.1, mode="sgd"),
+                xr.SOAP(twin_biases, learning_rate=0.05, weight_decay=0.0, mode="sgd")]
+    loss_fn, twin_loss = xr.APLoss(16, dtype="float64"), xr.APLoss(16, dtype="float64")
+    X, y, index = _data()
+    for _ in range(3):
+        for m, fn, opts in ((model, loss_fn, [opt]), (twin, twin_loss, separate)):
+            for o in opts:
+                o.zero_grad()
+            fn(torch.sigmoid(m(X)).squeeze(1), y, index).backward()
+            for o in opts:
+                o.step()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        assert torch.equal(a, b)
+    assert opt.param_groups[1]["weight_decay"] == 0.0 and opt.param_groups[1]["lr"] == 0.05
+
+
+def test_add_param_group_is_validated_and_then_trained():
+    first, second = torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)
+    opt = xr.SOAP([first], learning_rate=0.1, mode="sgd", momentum=0.0)
+    before = copy.deepcopy(opt.state_dict())
+    with pytest.raises(ValueError, match="weight_decay=-1"):
+        opt.add_param_group({"params": [second], "weight_decay": -1})
+    with pytest.raises(TypeError, match=r"unknown parameter-group keys \['learning_rate'\]"):
+        opt.add_param_group({"params": [second], "learning_rate": 0.1})
+    assert len(opt.param_groups) == 1 and str(opt.state_dict()) == str(before)
+    opt.add_param_group({"params": [second], "lr": 0.5, "clip_value": 10.0})
+    first.grad, second.grad = torch.ones(2), torch.full((3,), 2.0)
+    opt.step()
+    assert torch.allclose(second.detach(), torch.full((3,), 1 - 0.5 * (2 + 1e-5)))
+    assert torch.allclose(first.detach(), torch.full((2,), 1 - 0.1 * (1 + 1e-5)))
+
+
+def test_lr_schedulers_drive_group_lr():
+    w = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    opt = xr.SGD([w], learning_rate=1.0)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    for _ in range(3):
+        w.grad = torch.ones(2, dtype=torch.float64)
+        opt.step()
+        scheduler.step()
+    assert torch.allclose(w.detach(), torch.full((2,), -(1.0 + 0.5 + 0.25), dtype=torch.float64))
+    opt.load_state_dict(copy.deepcopy(opt.state_dict()))  # the scheduler's "initial_lr" too
+
+
+@pytest.mark.parametrize("name", ["SOAP", "PESG", "PDSCA"])
+def test_state_dict_resumes_exactly(name):
+    def make():
+        model = _model()
+        if name == "SOAP":
+            loss_fn = xr.APLoss(16, dtype="float64")
+            return model, loss_fn, xr.SOAP(model.parameters(), epoch_decay=0.01, amsgrad=True)
+        loss_fn = (xr.AUCMLoss if name == "PESG" else xr.CompositionalAUCLoss)(dtype="float64")
+        return model, loss_fn, getattr(xr, name)(model.parameters(), loss_fn)
+
+    model, loss_fn, opt = make()
+    _train(model, loss_fn, opt, 3, regularize_at=2)
+    saved = [copy.deepcopy(m.state_dict()) for m in (model, loss_fn)]
+    buffer = io.BytesIO()
+    torch.save(opt.state_dict(), buffer)
+    _train(model, loss_fn, opt, 3)
+    model2, loss_fn2, opt2 = make()
+    model2.load_state_dict(saved[0])
+    loss_fn2.load_state_dict(saved[1])
+    buffer.seek(0)
+    opt2.load_state_dict(torch.load(buffer))
+    for group in opt2.param_groups:
+        assert int(group["step"]) == 3
+        for p in group["params"]:
+            for key in ("count", "average_count", "auc_count", "ce_count"):
+                if key in opt2.state[p]:
+                    assert opt2.state[p][key].dtype == torch.int32
+    _train(model2, loss_fn2, opt2, 3)
+    for a, b in zip([*model.parameters(), *loss_fn.parameters()],
+                    [*model2.parameters(), *loss_fn2.parameters()], strict=True):
+        assert torch.equal(a, b)
+    assert opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+
+
+def test_state_dict_of_another_model_fails_at_load_and_changes_nothing():
+    model = _model()
+    opt = xr.SOAP(model.parameters(), epoch_decay=0.01)
+    _train(model, xr.APLoss(16, dtype="float64"), opt, 2)
+    before = copy.deepcopy(opt.state_dict())
+    other = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(),
+                                torch.nn.Linear(5, 1)).double()
+    other_opt = xr.SOAP(other.parameters(), epoch_decay=0.01)
+    with pytest.raises(ValueError, match=r"has shape \(5, 3\); the parameter has shape "
+                                         r"\(4, 3\): the state_dict comes from another model"):
+        opt.load_state_dict(other_opt.state_dict())
+    damaged = copy.deepcopy(before)
+    del damaged["state"][0]["reference"]
+    with pytest.raises(ValueError, match=r"parameter 0 has state \['average_count', 'count', "
+                                         r"'iterate_sum', 'momentum', 'second_moment'\]; "
+                                         r"expected .*'reference'"):
+        opt.load_state_dict(damaged)
+    with pytest.raises(ValueError, match=r"group 0 of the state_dict lacks \['dampening', "
+                                         r"'mode', 'momentum', 'nesterov'\]"):
+        opt.load_state_dict(xr.Adam(_model().parameters(), epoch_decay=0.01).state_dict())
+    with pytest.raises(ValueError, match="has 2 parameter groups; this optimizer has 1"):
+        opt.load_state_dict(xr.PESG(_model().parameters(), xr.AUCMLoss()).state_dict())
+    assert str(opt.state_dict()) == str(before)
+
+
+def test_load_state_dict_keeps_float32_slots_of_bfloat16_parameters():
+    w = torch.ones(3, dtype=torch.bfloat16, requires_grad=True)
+    opt = xr.SOAP([w])
+    w.grad = torch.full((3,), 1e-3, dtype=torch.bfloat16)
+    opt.step()
+    second = opt.state[w]["second_moment"].clone()
+    opt.load_state_dict(copy.deepcopy(opt.state_dict()))  # torch would cast it to bfloat16
+    assert opt.state[w]["second_moment"].dtype == torch.float32
+    assert torch.equal(opt.state[w]["second_moment"], second)
+
+
+def test_named_parameters_work_with_a_min_max_loss():
+    model = _model()
+    opt = xr.PESG(model.named_parameters(), xr.AUCMLoss(dtype="float64"))
+    assert opt.param_groups[1]["param_names"] == ["loss_fn.a", "loss_fn.b"]
+
+
+def test_torch_compile_of_a_training_step_matches_eager():
+    """APLoss + SOAP, loss + backward + step under torch.compile: the same parameters as
+    eager after 3 steps (graph breaks are allowed)."""
+    X, y, index = _data(torch.float32)
+    runs = {}
+    for compiled in (False, True):
+        model = _model(dtype=torch.float32)
+        loss_fn = xr.APLoss(16)
+        opt = xr.SOAP(model.parameters(), learning_rate=1e-2)
+
+        def step(model=model, loss_fn=loss_fn, opt=opt):
+            opt.zero_grad()
+            loss = loss_fn(torch.sigmoid(model(X)).squeeze(1), y, index)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = torch.compile(step) if compiled else step
+        for _ in range(3):
+            run()
+        runs[compiled] = [p.detach().clone() for p in model.parameters()]
+    torch._dynamo.reset()
+    for eager, compiled in zip(runs[False], runs[True]):
+        np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
+    assert any(not torch.equal(p, q) for p, q in zip(runs[False], _model(dtype=torch.float32)
+                                                      .parameters()))
