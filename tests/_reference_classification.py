@@ -24,7 +24,9 @@ xrisk's documented rules, which differ from LibAUC on purpose in a few places:
 - A batch with no positive or no negative: loss 0, gradient 0, state unchanged.
 - ``gamma`` weights the NEW estimate: u <- (1 - gamma) u + gamma * new.
 - KL-DRO estimators are stored shifted, (u~, c) with u = u~ * exp(c), so exp never
-  overflows (LibAUC stores u and overflows once l / lam > ~88 in float32, bug B22).
+  overflows (LibAUC stores u and overflows once l / lam > ~88 in float32, bug B22); the
+  shift c moves down as well as up with u (see ``_update_shifted_u``), so u~ never
+  underflows either.
 
 The stateful functions take ``stop_gradient_scores`` (default: the scores): the scores from
 which every stop-gradient quantity (masks, weights, state) is computed. Tests pass the
@@ -142,23 +144,38 @@ def init_pauc_dro(num_samples):
     return {"u": np.zeros((num_samples, 2))}
 
 
+def _shift(old_shift, old_tilde, gamma, largest):
+    """The new log-shift: max(largest, c_old + log((1-gamma) u~_old)), the second term left
+    out (it is -inf) when (1-gamma) u~_old == 0 (a first visit, or gamma = 1)."""
+    carried = (1 - gamma) * old_tilde
+    return largest if carried == 0 else max(largest, old_shift + np.log(carried))
+
+
+def _carried(old_shift, old_tilde, gamma, new_shift):
+    """(1-gamma) u~_old exp(c_old - c_new), exactly 0 when (1-gamma) u~_old == 0 (then
+    c_old - c_new may be large and exp(c_old - c_new) overflow)."""
+    carried = (1 - gamma) * old_tilde
+    return 0.0 if carried == 0 else carried * np.exp(old_shift - new_shift)
+
+
 def _update_shifted_u(table, idx, pos, z, gamma):
     """Pooled, shifted u update of SOPAs / SOTAs; returns the new (num_samples, 2) table.
 
-    c_new = max(c_old, max z over the row's duplicates);
+    c_new = max(max z over the row's duplicates, c_old + log((1-gamma) u~_old));
     u~_new = (1-gamma) u~_old exp(c_old - c_new) + gamma mean_{dups} mean_j exp(z - c_new).
 
-    Known limit of this layout (as specified): c never decreases, so once a row's z drops far
-    below c, u~ underflows to 0 and the weights become 0/0: at once with gamma = 1, after
-    ~log(tiny)/log(1-gamma) steps otherwise. Taking c_new = max(max z, c_old + log((1-gamma)
-    u~_old)) instead keeps u~ in [min(1, gamma/n-), 1 + gamma].
+    The shift follows u = u~ exp(c) down as well as up, so u~ stays in
+    [min(1, gamma / (m n-)), 1 + gamma], m the row's duplicates in the batch (each of the two
+    terms is <= 1, and the one that sets c_new is 1 or >= gamma / (m n-)). The earlier rule
+    c_new = max(c_old, max z) only grew: once z fell far below c, u~ decayed like
+    (1-gamma)^t, underflowed and the weights became 0/0.
     """
     old, new = table.copy(), table.copy()
     for k, rows in _groups(idx, pos):
         u_old, c_old = old[k]
-        c_new = max(c_old, max(z[a].max() for a in rows))
+        c_new = _shift(c_old, u_old, gamma, max(z[a].max() for a in rows))
         fresh = np.mean([np.mean(np.exp(z[a] - c_new)) for a in rows])
-        new[k, 0] = (1 - gamma) * u_old * np.exp(c_old - c_new) + gamma * fresh
+        new[k, 0] = _carried(c_old, u_old, gamma, c_new) + gamma * fresh
         new[k, 1] = c_new
     return new
 
@@ -201,8 +218,9 @@ def tpauc_kl(scores, labels, index, state, *, tau, lam, gammas, margin, surrogat
     """One SOTAs step (two-way pAUC), stable shifted form.
 
     u as in ``pauc_dro`` with gamma0; per positive position i, v_i = (lam/tau) log u_i;
-    d_new = max(d_old, max_i v_i); w~_new = (1-g1) w~_old exp(d_old - d_new)
-    + g1 mean_i exp(v_i - d_new); weight_ij = u_i^(lam/tau - 1) exp(z_ij) / w (in logs);
+    d_new = max(max_i v_i, d_old + log((1-g1) w~_old)) (the rule of u);
+    w~_new = (1-g1) w~_old exp(d_old - d_new) + g1 mean_i exp(v_i - d_new);
+    weight_ij = u_i^(lam/tau - 1) exp(z_ij) / w (in logs);
     L = mean_{n+ x n-} weight_ij l_ij.
     """
     gamma0, gamma1 = gammas
@@ -218,8 +236,8 @@ def tpauc_kl(scores, labels, index, state, *, tau, lam, gammas, margin, surrogat
     log_u = np.array([np.log(table[idx[i], 0]) + table[idx[i], 1] for i in pos])
     v = ratio * log_u
     w_old, d_old = new_state["w"]
-    d_new = max(d_old, v.max())
-    w_new = (1 - gamma1) * w_old * np.exp(d_old - d_new) + gamma1 * np.mean(np.exp(v - d_new))
+    d_new = _shift(d_old, w_old, gamma1, v.max())
+    w_new = _carried(d_old, w_old, gamma1, d_new) + gamma1 * np.mean(np.exp(v - d_new))
     n_pos, n_neg = len(pos), len(neg)
     coef = np.zeros((n_pos, n_neg))
     for a in range(n_pos):

@@ -311,6 +311,43 @@ def test_cvar_loops_equal_vectorised_libauc_without_duplicates(batch, surrogate_
     assert float(new["s2"]) == pytest.approx(0.3 - 0.1 * (1 - dual.mean() / 0.5), rel=1e-12)
 
 
+def test_shifted_estimators_follow_a_falling_loss_for_500_steps():
+    """z = l/lam drops from 1000 to 14.4 after the first step. u and w (and the losses)
+    equal the exact recursions computed in log space, and u~, w~ stay in their bounds. With
+    the earlier shift rule c_new = max(c_old, max z), u~ decayed like 0.1^t (out of its
+    bounds at step 2) and reached 0 near step 320, where the weights became 0/0."""
+    labels, index = np.array([1, 0, 1, 0]), np.array([0, 4, 1, 5])
+    first, later = np.array([-4.5, 4.5, -4.0, 4.5]), np.array([0.3, 0.5, 0.2, 0.45])
+    gamma, lam, tau = 0.9, 0.1, 0.5
+    common = dict(lam=lam, margin=1.0, surrogate_name="squared_hinge", scale=1.0)
+    dro, kl = ref.init_pauc_dro(NUM_SAMPLES), ref.init_tpauc_kl(NUM_SAMPLES)
+    log_u, log_w = np.full(2, -np.inf), -np.inf  # exact log u of rows 0, 1 and log w
+    with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"):
+        for step in range(500):
+            scores = first if step == 0 else later
+            value, _ = surrogate("squared_hinge", scores[[0, 2]][:, None]
+                                 - scores[[1, 3]][None, :], 1.0, 1.0)
+            z = value / lam
+            fresh = np.log(np.exp(z - z.max(1, keepdims=True)).mean(1)) + z.max(1)
+            log_u = np.logaddexp(np.log(1 - gamma) + log_u, np.log(gamma) + fresh)
+            v = lam / tau * log_u
+            log_w = np.logaddexp(np.log(1 - gamma) + log_w,
+                                 np.log(gamma) + np.log(np.exp(v - v.max()).mean()) + v.max())
+            loss_dro, _, _, dro = ref.pauc_dro(scores, labels, index, dro, gamma=gamma,
+                                               **common)
+            loss_kl, _, _, kl = ref.tpauc_kl(scores, labels, index, kl, tau=tau,
+                                             gammas=(gamma, gamma), **common)
+            assert_allclose(np.log(dro["u"][:2, 0]) + dro["u"][:2, 1], log_u, rtol=1e-12)
+            assert_allclose(np.log(kl["w"][0]) + kl["w"][1], log_w, rtol=1e-12)
+            assert loss_dro == pytest.approx(
+                np.mean(np.exp(z - log_u[:, None]) * value), rel=1e-10)
+            assert loss_kl == pytest.approx(np.mean(
+                np.exp((lam / tau - 1) * log_u[:, None] + z - log_w) * value), rel=1e-10)
+            assert np.all((dro["u"][:2, 0] >= gamma / 2) & (dro["u"][:2, 0] <= 1 + gamma))
+            assert gamma / 2 <= kl["w"][0] <= 1 + gamma
+    assert dro["u"][0, 1] < 20  # the shift came down from 1000 with u
+
+
 # --------------------------------------------------------------------------- duplicates by hand
 
 # Positions 0 and 2 are positives sharing dataset row 1; 1 and 3 are negatives (rows 5, 6).
