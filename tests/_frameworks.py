@@ -17,8 +17,6 @@ import numpy as np
 import tensorflow as tf
 import torch
 
-from xrisk.backends import get_backend
-
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 NO_AUTODIFF = ("numpy", "array_api_strict")
 
@@ -35,8 +33,17 @@ def _sigmoid(z):
     return 1 / (1 + np.exp(-z))
 
 
-def _numpy_like(values, dtype):
-    return {k: np.asarray(v, dtype=dtype) for k, v in values.items()}
+def _numpy_like(values, dtype, kinds=None):
+    """``values`` as numpy arrays: float entries in ``dtype``, declared ``int`` ones in int32."""
+    kinds = kinds or {}
+    return {k: np.asarray(v, dtype=np.int32 if kinds.get(k) == "int" else dtype)
+            for k, v in values.items()}
+
+
+def state_dtype(definition, field: str, dtype) -> np.dtype:
+    """The dtype a state entry keeps: ``dtype`` for float tables, int32 for counters."""
+    table = definition.state_tables().get(field)
+    return np.dtype(np.int32 if table is not None and table.kind == "int" else dtype)
 
 
 def run_step(framework: str, definition, state: dict, params: dict, X, w, labels, index,
@@ -44,12 +51,13 @@ def run_step(framework: str, definition, state: dict, params: dict, X, w, labels
     """One ``definition.apply`` on ``scores = sigmoid(X @ w)`` in ``framework``."""
     runner = {"torch": _torch, "jax": _jax, "tensorflow": _tensorflow,
               "numpy": _no_autodiff, "array_api_strict": _no_autodiff}[framework]
-    return runner(framework, definition, _numpy_like(state, dtype), _numpy_like(params, dtype),
+    kinds = {name: table.kind for name, table in definition.state_tables().items()}
+    return runner(framework, definition, _numpy_like(state, dtype, kinds),
+                  _numpy_like(params, dtype),
                   np.asarray(X, dtype), np.asarray(w, dtype), labels, index)
 
 
 def _no_autodiff(framework, definition, state, params, X, w, labels, index):
-    xp = get_backend(framework).namespace
     convert = np.asarray if framework == "numpy" else array_api_strict.asarray
     scores = convert(_sigmoid(X @ w))
     state_t = definition.state_type(**{k: convert(v) for k, v in state.items()})
@@ -57,7 +65,6 @@ def _no_autodiff(framework, definition, state, params, X, w, labels, index):
     idx = None if index is None else convert(np.asarray(index))
     loss, new = definition.apply(state_t, scores, convert(np.asarray(labels)), idx,
                                  params=params_t)
-    del xp
     return StepResult(float(loss), None, None, {},
                       {k: np.asarray(v) for k, v in new._asdict().items()})
 
@@ -88,13 +95,12 @@ def _jax(framework, definition, state, params, X, w, labels, index):
     def from_scores(scores, aux):
         return definition.apply(state_j, scores, labels_j, idx, params=aux)
 
-    def from_weights(weights):
-        return from_scores(jax.nn.sigmoid(jnp.asarray(X) @ weights), params_j)
-
-    scores = jax.nn.sigmoid(jnp.asarray(X) @ jnp.asarray(w))
+    # One differentiated pass: d/ds by value_and_grad, d/dw by JAX's own vjp of the model.
+    # (Eager JAX compiles every primitive per new shape; one pass halves that cost.)
+    scores, pull_back = jax.vjp(lambda v: jax.nn.sigmoid(jnp.asarray(X) @ v), jnp.asarray(w))
     (loss, new), (g_scores, g_params) = jax.value_and_grad(
         from_scores, argnums=(0, 1), has_aux=True)(scores, params_j)
-    g_weights = jax.grad(lambda v: from_weights(v)[0])(jnp.asarray(w))
+    (g_weights,) = pull_back(g_scores)
     return StepResult(float(loss), np.asarray(g_scores), np.asarray(g_weights),
                       {k: np.asarray(v) for k, v in g_params._asdict().items()},
                       {k: np.asarray(v) for k, v in new._asdict().items()})
