@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy",
+    "inspectable", "to_numpy", "assert_all",
 ]
 
 name = "array_api_strict"
@@ -39,3 +39,10 @@ def inspectable(x: Any) -> bool:
 
 def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
+
+
+def assert_all(ok: Any, message: str, values: Any) -> None:
+    """Raise ``ValueError(message)`` with the offending values unless ``ok`` is all true."""
+    ok = to_numpy(ok)
+    if not ok.all():
+        raise ValueError(f"{message} Received {to_numpy(values)[~ok][:5].tolist()}.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 from typing import Any
 
 import jax
@@ -10,7 +12,7 @@ import numpy as np
 
 __all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy",
+    "inspectable", "to_numpy", "assert_all",
 ]
 
 name = "jax"
@@ -52,4 +54,41 @@ def inspectable(x: Any) -> bool:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return np.asarray(x)
+    out = np.asarray(x)
+    # ml_dtypes floats (bfloat16, float8) are not numpy dtypes: they leave as float32 (exact).
+    return out.astype(np.float32) if out.dtype.kind == "V" else out
+
+
+def assert_all(ok: Any, message: str, values: Any) -> None:
+    """Raise unless ``ok`` is all true (the ``"raise"`` mode of ``xrisk.set_checks``).
+
+    Inside ``jax.experimental.checkify`` (``xrisk.jax.checked``) this is a ``checkify.check``:
+    the error comes back as a value with the step's outputs. Elsewhere — eagerly, under
+    ``jax.grad`` or a plain ``jax.jit`` — a host callback raises while the step runs (under
+    jit as a ``JaxRuntimeError`` carrying the message; a donated input is then lost).
+    """
+    flat = namespace.reshape(ok, (-1,))
+    first_bad = namespace.reshape(values, (-1,))[namespace.argmin(flat)]
+    passed = namespace.all(flat)
+    if _inside_checkify():
+        from jax.experimental import checkify
+
+        text = message.replace("{", "{{").replace("}", "}}") + " First offending value: {}."
+        checkify.check(passed, text, first_bad)
+    else:
+        jax.debug.callback(functools.partial(_raise_unless, message), passed, first_bad)
+
+
+def _raise_unless(message: str, passed: Any, first_bad: Any) -> None:
+    if not np.all(passed):
+        raise ValueError(f"{message} First offending value: {np.ravel(first_bad)[0]}.")
+
+
+def _inside_checkify() -> bool:
+    """Whether checkify is tracing the caller (its checks are then functionalized)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("jax._src.checkify"):
+            return True
+        frame = frame.f_back
+    return False

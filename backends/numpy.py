@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy",
+    "inspectable", "to_numpy", "assert_all",
 ]
 
 name = "numpy"
@@ -38,4 +38,14 @@ def inspectable(x: Any) -> bool:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return np.asarray(x)
+    out = np.asarray(x)
+    # ml_dtypes floats (bfloat16, float8) are not numpy dtypes: scikit-learn, savez and other
+    # frameworks reject them, so values leave as float32 (exact for them).
+    return out.astype(np.float32) if out.dtype.kind == "V" else out
+
+
+def assert_all(ok: Any, message: str, values: Any) -> None:
+    """Raise ``ValueError(message)`` with the offending values unless ``ok`` is all true."""
+    ok = np.asarray(ok)
+    if not ok.all():
+        raise ValueError(f"{message} Received {to_numpy(values)[~ok][:5].tolist()}.")

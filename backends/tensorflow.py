@@ -10,12 +10,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "SHIM_FUNCTIONS",
+    "inspectable", "to_numpy", "assert_all", "SHIM_FUNCTIONS",
 ]
 
 name = "tensorflow"
@@ -126,13 +127,24 @@ def isdtype(dtype: Any, kind: str) -> bool:
     return bool(_KINDS[kind](tf.as_dtype(dtype)))
 
 
+def finfo(dtype: Any) -> Any:  # ml_dtypes (a TensorFlow dependency) also knows bfloat16
+    return ml_dtypes.finfo(tf.as_dtype(dtype).as_numpy_dtype)
+
+
+def iinfo(dtype: Any) -> Any:
+    return np.iinfo(tf.as_dtype(dtype).as_numpy_dtype)
+
+
 SHIM_FUNCTIONS = (
-    "all", "arange", "asarray", "astype", "clip", "exp", "expand_dims", "float32", "full_like", "int32", "isdtype", "isfinite", "log1p", "max", "maximum", "min", "ones_like",
-    "pow", "reshape", "sqrt", "stack", "sum", "take", "where", "zeros", "zeros_like",
+    "all", "arange", "asarray", "astype", "clip", "exp", "expand_dims", "finfo", "float32",
+    "float64", "full_like", "iinfo", "int32", "isdtype", "isfinite", "log", "log1p", "max",
+    "maximum", "min", "ones_like", "pow", "reshape", "sqrt", "stack", "sum", "take", "where",
+    "zeros", "zeros_like",
 )
 
-_DIRECT = {"exp": tf.exp, "log1p": tf.math.log1p, "sqrt": tf.sqrt, "isfinite": tf.math.is_finite,
-           "float32": tf.float32, "int32": tf.int32}
+_DIRECT = {"exp": tf.exp, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
+           "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
+           "int32": tf.int32}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}
@@ -165,4 +177,13 @@ def inspectable(x: Any) -> bool:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    out = np.asarray(x.numpy() if hasattr(x, "numpy") else x)
+    # ml_dtypes floats (bfloat16, float8) are not numpy dtypes: they leave as float32 (exact).
+    return out.astype(np.float32) if out.dtype.kind == "V" else out
+
+
+def assert_all(ok: Any, message: str, values: Any) -> None:
+    """``tf.debugging.Assert``: InvalidArgumentError eagerly and inside ``tf.function`` (an
+    assertion op, run by the automatic control dependencies of the graph)."""
+    bad = tf.boolean_mask(values, tf.logical_not(ok))
+    tf.debugging.Assert(tf.reduce_all(ok), [message, "Received:", bad], summarize=5)

@@ -10,7 +10,7 @@ import torch
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy",
+    "inspectable", "to_numpy", "assert_all",
 ]
 
 name = "torch"
@@ -41,4 +41,22 @@ def inspectable(x: Any) -> bool:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    return np.asarray(x.detach().cpu().numpy())
+    """``x`` as numpy; floats numpy lacks (bfloat16, float8) come back as float32 (exact)."""
+    if x.dtype not in _NUMPY_DTYPES and x.dtype.is_floating_point:
+        x = x.detach().float()
+    return x.numpy(force=True)  # detaches and copies to the CPU only when needed
+
+
+# torch dtypes with a numpy twin (checked every eager step: a set lookup).
+_NUMPY_DTYPES = frozenset({
+    torch.float16, torch.float32, torch.float64, torch.bool, torch.int8, torch.int16,
+    torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32, torch.uint64,
+    torch.complex64, torch.complex128,
+})
+
+
+def assert_all(ok: Any, message: str, values: Any) -> None:
+    """``torch._check_tensor_all``: a RuntimeError eagerly; under ``torch.compile`` the graph
+    breaks at the check, which then runs eagerly (the ``"raise"`` mode of xrisk.set_checks)."""
+    torch._check_tensor_all(
+        ok, lambda: f"{message} Received {to_numpy(values[~ok])[:5].tolist()}.")

@@ -5,10 +5,31 @@ scores, index inside its key space) raise on arrays whose values the host can re
 (eager CPU arrays); on traced or device arrays they are computed in the graph instead, and a
 batch that fails them gives a NaN loss and writes no state. Every check runs before any state
 is touched: bad input never changes state.
+
+One switch, :class:`set_checks`, chooses what a failed *in-graph* check does:
+
+- ``"nan"`` (default): the step returns NaN and writes no state row. Nothing leaves the
+  device, so a compiled step costs what it costs without checks.
+- ``"raise"``: the step also raises, inside the compiled code, with the framework's own
+  assertion: ``torch._check_tensor_all`` (eager and under ``torch.compile``, where it breaks
+  the graph at the check), ``tf.debugging.Assert`` (eagerly and inside ``tf.function``), and
+  on JAX a ``jax.experimental.checkify`` check when the step is checkified
+  (``xrisk.jax.checked``: a ``ValueError`` that carries the step's outputs), else a host
+  callback that raises while a ``jax.jit`` / ``jax.grad`` step runs. It synchronises with
+  the host at every check: a debugging mode. The state is left unchanged either way.
+
+A global switch rather than an argument of ``apply``: the adapters' losses are called as
+``loss_fn(scores, labels, index)`` inside user code, optimizers and compiled models, so one
+setting reaches every call without changing any signature. The mode is read
+when a step is *traced*: ``torch.compile`` guards on it (changing it recompiles), but a
+``tf.function`` or ``jax.jit`` function keeps the mode of its first trace — set the mode before
+building the compiled step.
 """
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -16,11 +37,75 @@ import numpy as np
 from ._inputs import preview
 
 __all__ = [
+    "CHECK_MODES", "InputWarning", "StateCastWarning", "set_checks", "get_checks",
     "check_inputs", "missing_input", "check_count", "check_positive", "check_fraction",
     "check_choice",
 ]
 
 Array = Any
+
+#: What a failed in-graph value check does (see the module docstring).
+CHECK_MODES = ("nan", "raise")
+
+# A plain module global (not a ContextVar): torch.compile guards on the globals it reads, so
+# a step compiled under one mode is recompiled when the mode changes.
+_mode = "nan"
+
+# Loss definitions that already warned about inputs outside their declared interval.
+_warned: weakref.WeakSet = weakref.WeakSet()
+
+
+class InputWarning(UserWarning):
+    """A batch that passes the checks but is probably not what the loss expects (e.g. logits
+    given to a loss that expects probabilities)."""
+
+
+class StateCastWarning(UserWarning):
+    """``load_state`` rounded an exported float entry to the loss's narrower dtype."""
+
+
+class set_checks:  # noqa: N801  (used like a function, as torch.set_grad_enabled)
+    """Choose what a failed in-graph value check does: ``"nan"`` (default) or ``"raise"``.
+
+    Takes effect at once and, used as a context manager, restores the previous mode on exit::
+
+        xrisk.set_checks("raise")            # from now on
+        with xrisk.set_checks("raise"):      # only inside the block
+            loss = loss_fn(scores, labels, index)
+
+    Host-readable batches (eager CPU arrays) always raise on bad values; the mode matters for
+    traced or device arrays (``jax.jit``, ``jax.grad``, ``tf.function``, ``torch.compile``,
+    GPU tensors). The setting is process-wide and is read when a step is traced (see the
+    module docstring).
+
+    Parameters
+    ----------
+    mode : {"nan", "raise"}
+        ``"nan"``: a bad batch gives a NaN loss and writes no state. ``"raise"``: it also
+        raises inside the compiled step (the state is left unchanged either way).
+    """
+
+    def __init__(self, mode: str) -> None:
+        global _mode
+        mode = check_choice("xrisk.set_checks", "mode", mode, CHECK_MODES)
+        self.previous = _mode
+        self.mode = mode
+        _mode = mode
+
+    def __enter__(self) -> set_checks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _mode
+        _mode = self.previous
+
+    def __repr__(self) -> str:
+        return f"xrisk.set_checks({self.mode!r})"
+
+
+def get_checks() -> str:
+    """The current mode of the in-graph value checks, ``"nan"`` or ``"raise"``."""
+    return _mode
 
 
 def missing_input(owner: str, spec: Any) -> ValueError:
@@ -76,18 +161,26 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
                  ) -> tuple[dict[str, Array], Array | None, bool]:
     """Validate one batch against ``definition.inputs()``.
 
-    Returns ``(inputs, valid, empty)``: the inputs with their declared ranks (index inputs made
-    safe to gather with), ``valid`` — ``None`` when the values were checked on the host (bad
-    values raise), else a bool array computed in the graph — and whether a free dimension is 0.
+    Returns ``(inputs, valid, empty)``: the inputs with their declared ranks and every index
+    in the backend's index dtype (made safe to gather with), ``valid`` — ``None`` when the
+    values were checked on the host (bad values raise), else a bool array of shape ()
+    computed in the graph — and whether a free dimension is 0.
 
     Raises
     ------
     ValueError
         A wrong rank, sizes of one named dimension that differ, and, on arrays whose values can
-        be read for free (:func:`inspectable`), labels outside {0, 1}, non-finite scores,
-        negative relevance or an index outside its key space.
+        be read for free (``backend.inspectable``), labels outside {0, 1}, non-finite scores,
+        negative relevance or an index outside its key space. In the ``"raise"`` mode of
+        :class:`set_checks`, traced values that fail raise the framework's assertion error.
     TypeError
         Scores of a non-floating dtype, an index of a non-integer dtype.
+
+    Warns
+    -----
+    InputWarning
+        Once per loss definition, when a host-checked input lies outside the interval its
+        declaration gives (e.g. logits passed where probabilities in [0, 1] are expected).
     """
     owner = definition.name
     fixed = definition.dims()
@@ -118,31 +211,61 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
     present = [x for x in checked.values() if x is not None]
     spaces = definition.key_spaces()
     if all(backend.inspectable(x) for x in present):
+        warn = definition not in _warned
         for name, x in checked.items():
             if x is not None:
-                _check_values(owner, specs[name], backend.to_numpy(x), spaces)
+                spec = specs[name]
+                values = backend.to_numpy(x)  # one host read per input, then numpy only
+                interval = getattr(spec, "interval", None)
+                if not (warn and interval is not None and values.size
+                        and _in_interval(definition, spec, values)):
+                    _check_values(owner, spec, values, spaces)
+                if spec.kind == "index":  # exact values were checked: the cast is safe
+                    checked[name] = _as_index(x, backend, xp)
         return checked, None, empty
     valid = None
     for name, x in checked.items():
         if x is None:
             continue
-        ok = _values_ok(specs[name], x, spaces, xp)
+        spec = specs[name]
+        if spec.kind == "index":
+            # Cast first: every integer dtype maps to the backend's signed index dtype, and a
+            # value the cast wraps (uint64 >= 2**63, uint32 >= 2**31 on 32-bit JAX) turns
+            # negative, so it still fails the check below.
+            x = _as_index(x, backend, xp)
+        ok = _values_ok(spec, x, spaces, xp)
         if ok is None:
+            checked[name] = x
             continue
-        if specs[name].kind == "index":  # gathers stay inside the table on every backend
-            checked[name] = xp.where(ok, x, xp.zeros_like(x))
+        if _mode == "raise":
+            backend.assert_all(ok, _graph_message(owner, spec, spaces), x)
+        if spec.kind == "index":  # gathers stay inside the table on every backend
+            x = xp.where(ok, x, xp.zeros_like(x))
+        checked[name] = x
         ok = xp.all(ok)
         valid = ok if valid is None else valid & ok
     return checked, valid, empty
 
 
+def _as_index(x: Array, backend: Any, xp: Any) -> Array:
+    """``x`` in the backend's index dtype (int64; int32 on JAX without x64), cast only if
+    needed: small and unsigned integer dtypes lack gathers, ranges or scatters on some
+    backends (torch index_select takes int32/int64 only, TF has no uint8 range)."""
+    dtype = backend.index_dtype
+    return x if x.dtype == dtype else xp.astype(x, dtype)
+
+
 def _values_ok(spec: Any, x: Array, spaces: dict[str, int | None], xp: Any) -> Array | None:
     """Elementwise in-graph value check of one input (``None``: nothing to check)."""
     if spec.kind == "label":
+        if xp.isdtype(x.dtype, "bool"):
+            return None  # every bool is a binary label
         return (x == 0) | (x == 1)
     if spec.kind == "index":
         size = spaces[spec.keys]
-        return (x >= 0) if size is None else (x >= 0) & (x < size)
+        if size is None or size > xp.iinfo(x.dtype).max:  # no value of x reaches size
+            return x >= 0
+        return (x >= 0) & (x < size)
     if spec.kind in ("score", "data"):
         return xp.isfinite(x)
     if spec.kind == "relevance":
@@ -150,40 +273,119 @@ def _values_ok(spec: Any, x: Array, spaces: dict[str, int | None], xp: Any) -> A
     return None
 
 
+def _graph_message(owner: str, spec: Any, spaces: dict[str, int | None]) -> str:
+    """The error of a failed in-graph check (``"raise"`` mode); the backend appends the bad
+    values where it can read them."""
+    name, where = spec.name, "(checked inside a traced or compiled step)"
+    if spec.kind == "label":
+        return (f"{owner}: {name} must be 0 or 1 {where}; expected binary labels in {{0, 1}}. "
+                f"Fix: map the positive class to 1 and every other class to 0, e.g. {name} = "
+                "(y == positive_class).")
+    if spec.kind == "index":
+        size = spaces[spec.keys]
+        return (f"{owner}: {name} values are outside [0, {spec.keys} count={size}) {where}; "
+                f"expected {spec.keys} positions. Fix: pass the index of each example and build "
+                f"the loss with the number of {spec.keys}s (e.g. num_samples = len(dataset)).")
+    what = "finite values >= 0" if spec.kind == "relevance" else "finite values"
+    return (f"{owner}: {name} contain values that are not {what} {where}; expected {what}. "
+            "Fix: check the model for NaN/inf (e.g. a too-large learning rate).")
+
+
 def _check_values(owner: str, spec: Any, values: np.ndarray, spaces: dict[str, int | None],
                   ) -> None:
-    """Raise on the first bad value of one input read on the host."""
+    """Raise on the first bad value of one input read on the host.
+
+    Runs on every eager step, so each check is one or two vectorised passes over the batch;
+    the offending values are gathered only once a check has failed.
+    """
     name = spec.name
     if spec.kind == "label":
-        bad = values[(values != 0) & (values != 1)]
-        if bad.size:
+        if values.dtype == bool:
+            return
+        if values.dtype.kind in "iu":  # one reduction: negatives are huge in the unsigned view
+            good = bool(_unsigned(values).max(initial=0) <= 1)
+        else:
+            good = bool(((values == 0) | (values == 1)).all())
+        if not good:
+            bad = values[(values != 0) & (values != 1)]
             raise ValueError(
-                f"{owner}: {name} must be 0 or 1; received {preview(np.unique(bad))}. Expected "
-                "binary labels in {0, 1}. Fix: map the positive class to 1 and every other class "
-                f"to 0, e.g. {name} = (y == positive_class)."
+                f"{owner}: {name} must be 0 or 1; received {preview(np.unique(bad))}. "
+                "Expected binary labels in {0, 1}. Fix: map the positive class to 1 and every "
+                f"other class to 0, e.g. {name} = (y == positive_class)."
             )
     elif spec.kind in ("score", "data", "relevance"):
-        bad = values[~np.isfinite(values)]
+        bad = values[~np.isfinite(values)]  # indexing an all-false mask is nearly free
         if bad.size:
             raise ValueError(
                 f"{owner}: {name} contain non-finite values {preview(bad)}; expected finite "
                 "values. Fix: check the model for NaN/inf (e.g. a too-large learning rate)."
             )
-        if spec.kind == "relevance" and np.any(values < 0):
+        if spec.kind == "relevance" and values.size and values.min() < 0:
             raise ValueError(
                 f"{owner}: {name} contain negative values {preview(values[values < 0])}; "
                 "expected graded relevance >= 0. Fix: map unrated or irrelevant items to 0."
             )
-    elif spec.kind == "index":
+    elif spec.kind == "index" and values.size:
         size = spaces[spec.keys]
-        outside = values[(values < 0) | (values >= (np.inf if size is None else size))]
-        if outside.size:
+        if size is None:
+            good = values.dtype.kind == "u" or bool(values.min() >= 0)
+        else:  # one reduction: negatives are huge in the unsigned view
+            good = bool(_unsigned(values).max() < size)
+        if not good:
+            outside = values[(values < 0) | (values >= (np.inf if size is None else size))]
             raise ValueError(
                 f"{owner}: {name} values {preview(np.unique(outside))} are outside "
                 f"[0, {spec.keys} count={size}). Expected {spec.keys} positions. Fix: pass the "
                 f"index of each example and build the loss with the number of {spec.keys}s "
                 "(e.g. num_samples = len(dataset))."
             )
+
+
+def _unsigned(values: np.ndarray) -> np.ndarray:
+    """The same bytes as unsigned integers (no copy): -1 reads as the largest value."""
+    return values if values.dtype.kind == "u" else values.view(_UNSIGNED[values.dtype.itemsize])
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _in_interval(definition: Any, spec: Any, values: np.ndarray) -> bool:
+    """Whether ``values`` are finite and inside ``spec.interval``, from their min and max
+    (NaN propagates through both, so this also proves them finite: the caller then skips the
+    finiteness check). Finite values outside warn, once per definition."""
+    low, high = spec.interval
+    smallest, largest = float(values.min()), float(values.max())
+    if low <= smallest and largest <= high:
+        return True
+    if not (np.isfinite(smallest) and np.isfinite(largest)):
+        return False  # non-finite: _check_values raises
+    _warned.add(definition)
+    warnings.warn(
+        f"{definition.name}: {spec.name} lie outside [{low:g}, {high:g}] (received min "
+        f"{smallest:.4g}, max {largest:.4g}); expected probabilities in [{low:g}, {high:g}]. "
+        f"Fix: pass sigmoid outputs, e.g. torch.sigmoid(logits), tf.sigmoid(logits) or "
+        f"jax.nn.sigmoid(logits). Shown once per loss.",
+        InputWarning, stacklevel=_caller_level(),
+    )
+    return True  # finite (checked above); the warning has been given
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside xrisk and the frameworks (the user's
+    line), whatever adapter or module call chain led here."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.partition(".")[0] not in _LIBRARY_ROOTS:
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
+
+
+# Modules whose frames a warning skips to point at the user's call.
+_LIBRARY_ROOTS = frozenset({"xrisk", "torch", "tensorflow", "keras", "jax", "jaxlib"})
 
 
 def _real(value: object) -> float | None:
