@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import xrisk
-from tests import _reference
+from tests import _reference, _reference_classification
 
 SURROGATE_NAMES = ("squared_hinge", "hinge", "squared", "logistic", "barrier_hinge")
 
@@ -48,6 +48,54 @@ def _aucm_reference(definition, state, params, scores, labels, index):
     return loss, grad, {"a": g_a, "b": g_b, "alpha": g_alpha}, {}
 
 
+def _pairwise_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.pairwise_auc(
+        scores, labels, surrogate_name=definition.surrogate, margin=definition.margin,
+        scale=definition.scale)
+
+
+def _cross_entropy_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.cross_entropy(scores, labels)
+
+
+def _focal_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.focal(scores, labels, alpha=definition.alpha,
+                                           gamma=definition.gamma)
+
+
+def _compositional_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.compositional_auc(
+        scores, labels, params["a"], params["b"], params["alpha"], int(state["step"]),
+        k=definition.k, margin=definition.margin, version=definition.version,
+        imratio=definition.imratio)
+
+
+def _pauc_cvar_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.pauc_cvar(
+        scores, labels, index, state, beta=definition.beta, eta=definition.eta,
+        margin=definition.margin, surrogate_name=definition.surrogate, scale=definition.scale)
+
+
+def _pauc_dro_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.pauc_dro(
+        scores, labels, index, state, gamma=definition.gamma, lam=definition.lam,
+        margin=definition.margin, surrogate_name=definition.surrogate, scale=definition.scale)
+
+
+def _tpauc_kl_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.tpauc_kl(
+        scores, labels, index, state, tau=definition.tau, lam=definition.lam,
+        gammas=definition.gammas, margin=definition.margin,
+        surrogate_name=definition.surrogate, scale=definition.scale)
+
+
+def _tpauc_cvar_reference(definition, state, params, scores, labels, index):
+    return _reference_classification.tpauc_cvar(
+        scores, labels, index, state, threshold=definition.margin, alpha=definition.alpha,
+        beta0=definition.beta_0, beta1=definition.beta_1, theta0=definition.theta_0,
+        theta1=definition.theta_1, surrogate_name=definition.surrogate, scale=definition.scale)
+
+
 CASES: dict[str, LossCase] = {
     "APLoss": LossCase(
         make=lambda n, hyper: xrisk.APLoss(n, **hyper),
@@ -69,5 +117,95 @@ CASES: dict[str, LossCase] = {
         }),
         reference=_aucm_reference,
         initial_params=lambda rng: {k: rng.uniform(0, 1) for k in ("a", "b", "alpha")},
+    ),
+    "PairwiseAUCLoss": LossCase(
+        make=lambda n, hyper: xrisk.PairwiseAUCLoss(**hyper),
+        hyper=st.fixed_dictionaries({
+            "surrogate": st.sampled_from(SURROGATE_NAMES),
+            "margin": st.sampled_from([0.5, 1.0, 1.3]),
+            "scale": st.sampled_from([1.0, 2.0, 10.0]),
+        }),
+        reference=_pairwise_reference,
+        initial_params=lambda rng: {},
+    ),
+    "CrossEntropyLoss": LossCase(
+        make=lambda n, hyper: xrisk.CrossEntropyLoss(**hyper),
+        hyper=st.just({}),
+        reference=_cross_entropy_reference,
+        initial_params=lambda rng: {},
+    ),
+    "FocalLoss": LossCase(
+        make=lambda n, hyper: xrisk.FocalLoss(**hyper),
+        hyper=st.fixed_dictionaries({
+            "alpha": st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+            "gamma": st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5]),
+        }),
+        reference=_focal_reference,
+        initial_params=lambda rng: {},
+    ),
+    # k <= 2 so that the harness's three steps cross a phase switch (BCE -> AUC-M).
+    "CompositionalAUCLoss": LossCase(
+        make=lambda n, hyper: xrisk.CompositionalAUCLoss(**hyper),
+        hyper=st.fixed_dictionaries({
+            "k": st.sampled_from([1, 2]),
+            "margin": st.sampled_from([0.5, 1.0]),
+            "version": st.sampled_from(["v1", "v2"]),
+            "imratio": st.sampled_from([None, 0.3]),
+        }),
+        reference=_compositional_reference,
+        initial_params=lambda rng: {k: rng.uniform(0, 1) for k in ("a", "b", "alpha")},
+    ),
+    # Partial AUC: temperatures down to 0.1 (l / lam up to ~40 with sigmoid scores), gamma = 1.
+    "pAUC_CVaR_Loss": LossCase(
+        make=lambda n, hyper: xrisk.pAUC_CVaR_Loss(n, **hyper),
+        hyper=st.fixed_dictionaries({
+            "beta": st.sampled_from([0.1, 0.5, 1.0]),
+            "eta": st.sampled_from([0.1, 0.5]),
+            "margin": st.sampled_from([0.5, 1.0]),
+            "surrogate": st.sampled_from(SURROGATE_NAMES),
+            "scale": st.sampled_from([1.0, 2.0]),
+        }),
+        reference=_pauc_cvar_reference,
+        initial_params=lambda rng: {},
+    ),
+    "pAUC_DRO_Loss": LossCase(
+        make=lambda n, hyper: xrisk.pAUC_DRO_Loss(n, **hyper),
+        hyper=st.fixed_dictionaries({
+            "gamma": st.sampled_from([0.1, 0.5, 0.9, 1.0]),
+            "lam": st.sampled_from([0.1, 0.5, 1.0, 2.0]),
+            "margin": st.sampled_from([0.5, 1.0]),
+            "surrogate": st.sampled_from(SURROGATE_NAMES),
+            "scale": st.sampled_from([1.0, 2.0]),
+        }),
+        reference=_pauc_dro_reference,
+        initial_params=lambda rng: {},
+    ),
+    "tpAUC_KL_Loss": LossCase(
+        make=lambda n, hyper: xrisk.tpAUC_KL_Loss(n, **hyper),
+        hyper=st.fixed_dictionaries({
+            "tau": st.sampled_from([0.1, 0.5, 1.0, 3.0]),
+            "lam": st.sampled_from([0.1, 0.5, 1.0]),
+            "gammas": st.sampled_from([(0.9, 0.9), (0.5, 0.1), (0.1, 0.7), (1.0, 1.0)]),
+            "margin": st.sampled_from([0.5, 1.0]),
+            "surrogate": st.sampled_from(SURROGATE_NAMES),
+            "scale": st.sampled_from([1.0, 2.0]),
+        }),
+        reference=_tpauc_kl_reference,
+        initial_params=lambda rng: {},
+    ),
+    "tpAUC_CVaR_Loss": LossCase(
+        make=lambda n, hyper: xrisk.tpAUC_CVaR_Loss(n, **hyper),
+        hyper=st.fixed_dictionaries({
+            "margin": st.sampled_from([0.5, 1.0]),
+            "alpha": st.sampled_from([0.1, 0.5]),
+            "beta_0": st.sampled_from([0.1, 0.3]),
+            "beta_1": st.sampled_from([0.1, 0.3]),
+            "theta_0": st.sampled_from([0.3, 0.5, 1.0]),
+            "theta_1": st.sampled_from([0.3, 0.5, 1.0]),
+            "surrogate": st.sampled_from(SURROGATE_NAMES),
+            "scale": st.sampled_from([1.0, 2.0]),
+        }),
+        reference=_tpauc_cvar_reference,
+        initial_params=lambda rng: {},
     ),
 }

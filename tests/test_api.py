@@ -79,10 +79,11 @@ def test_adapters_cover_every_registry_entry():
 
 def test_optimizer_defaults_match_the_core_rules():
     for name, rule in xrisk.OPTIMIZERS.items():
-        core = {n: p.default for n, p in inspect.signature(rule).parameters.items()}
+        core = {n: p.default for n, p in inspect.signature(rule).parameters.items()
+                if n != "loss_fn"}
         adapter = {n: p.default for n, p in inspect.signature(xtorch.__dict__[name]).parameters
                    .items() if n in core}
-        assert adapter == {n: v for n, v in core.items() if n != "margin"}, name
+        assert adapter == core, name
 
 
 def _step(framework, loss_fn, state, scores, labels, index):
@@ -128,7 +129,7 @@ def test_torch_state_dicts_resume_loss_and_optimizer_exactly():
         torch.manual_seed(1)
         model = torch.nn.Linear(3, 1).double()
         loss_fn = xtorch.AUCMLoss(dtype="float64")
-        return model, loss_fn, xtorch.PESG(model.parameters(), loss_fn, lr=0.1)
+        return model, loss_fn, xtorch.PESG(model.parameters(), loss_fn, learning_rate=0.1)
 
     def train(model, loss_fn, opt, steps):
         for _ in range(steps):
@@ -141,8 +142,9 @@ def test_torch_state_dicts_resume_loss_and_optimizer_exactly():
     opt.update_regularizer(decay_factor=10)
     train(model, loss_fn, opt, 2)
     saved = copy.deepcopy([m.state_dict() for m in (model, loss_fn, opt)])
-    assert {"step", "steps_since_reference", "lr"} <= set(saved[2]["param_groups"][0])
-    assert {"reference", "iterate_sum", "momentum"} <= set(saved[2]["state"][0])
+    assert {"step", "lr"} <= set(saved[2]["param_groups"][0])
+    assert {"count", "reference", "iterate_sum", "average_count", "momentum"} <= \
+        set(saved[2]["state"][0])
     train(model, loss_fn, opt, 3)
     model2, loss_fn2, opt2 = make()
     for module, state in zip((model2, loss_fn2, opt2), saved, strict=True):
@@ -170,5 +172,7 @@ def test_jax_stateful_wrapper_matches_the_pure_calls():
         scores, labels = jnp.asarray(rng.uniform(size=5)), jnp.asarray([1, 0, 1, 0, 0])
         index = jnp.asarray(rng.choice(8, 5, replace=False))
         value, state = pure.apply(state, scores, labels, index)
-        assert float(eager(scores, labels, index)) == float(value)
+        # The wrapper's step is jitted: XLA may order the sum differently (the loss is ~1e-17).
+        np.testing.assert_allclose(float(eager(scores, labels, index)), float(value),
+                                   rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(np.asarray(eager.state.u), np.asarray(state.u))

@@ -7,11 +7,13 @@ deep-learning framework. The framework faces live in ``xrisk.torch``, ``xrisk.te
 
 >>> import xrisk
 >>> sorted(xrisk.LOSSES)
-['APLoss', 'AUCMLoss']
+['APLoss', 'AUCMLoss', 'CompositionalAUCLoss', 'CrossEntropyLoss', 'FocalLoss',
+ 'PairwiseAUCLoss', 'pAUC_CVaR_Loss', 'pAUC_DRO_Loss', 'tpAUC_CVaR_Loss', 'tpAUC_KL_Loss']
 """
 
 from . import surrogates
 from . import backends
+from ._validation import CHECK_MODES, InputWarning, StateCastWarning, get_checks, set_checks
 from .losses import (
     LOSSES,
     APLoss,
@@ -19,11 +21,41 @@ from .losses import (
     AUCMLoss,
     AUCMParams,
     Auxiliary,
+    CompositionalAUCLoss,
+    CompositionalAUCState,
+    CrossEntropyLoss,
+    FocalLoss,
     Input,
     LossDefinition,
+    PairwiseAUCLoss,
     StateTable,
+    pAUC_CVaR_Loss,
+    pAUC_CVaR_State,
+    pAUC_DRO_Loss,
+    pAUC_DRO_State,
+    pAUCLoss,
+    tpAUC_CVaR_Loss,
+    tpAUC_CVaR_State,
+    tpAUC_KL_Loss,
+    tpAUC_KL_State,
 )
-from .optim import OPTIMIZERS, PESG, SOAP, OptimizerState, update_lr, update_regularizer
+from .optim import (
+    OPTIMIZERS,
+    PDSCA,
+    PESG,
+    SGD,
+    SOAP,
+    SONG,
+    SOPA,
+    STACO,
+    Adam,
+    AdamW,
+    OptimizerState,
+    SOPAs,
+    SOTAs,
+    update_lr,
+    update_regularizer,
+)
 
 __version__ = "0.1.0"
 
@@ -34,15 +66,43 @@ __all__ = [
     "APState",
     "AUCMLoss",
     "AUCMParams",
+    "CompositionalAUCLoss",
+    "CompositionalAUCState",
+    "CrossEntropyLoss",
+    "FocalLoss",
     "LossDefinition",
     "OptimizerState",
+    "PairwiseAUCLoss",
     "PESG",
+    "PDSCA",
     "SOAP",
+    "SOPA",
+    "SOPAs",
+    "SOTAs",
+    "STACO",
+    "SONG",
+    "SGD",
+    "Adam",
+    "AdamW",
     "StateTable",
     "Input",
     "Auxiliary",
     "backends",
     "surrogates",
+    "CHECK_MODES",
+    "InputWarning",
+    "StateCastWarning",
+    "get_checks",
+    "set_checks",
     "update_lr",
     "update_regularizer",
+    "pAUC_CVaR_Loss",
+    "pAUC_CVaR_State",
+    "pAUC_DRO_Loss",
+    "pAUC_DRO_State",
+    "pAUCLoss",
+    "tpAUC_CVaR_Loss",
+    "tpAUC_CVaR_State",
+    "tpAUC_KL_Loss",
+    "tpAUC_KL_State",
 ]

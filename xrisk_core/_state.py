@@ -15,6 +15,7 @@ __all__ = [
     "allocate_state",
     "initial_values",
     "masked_mean",
+    "key_gaps",
     "last_occurrence",
     "focus_rows",
     "write_rows",
@@ -80,18 +81,39 @@ def masked_mean(values: Array, mask: Array, *, axis: int | None = None, xp: Any)
     return total / xp.maximum(count, xp.ones_like(count))
 
 
-def last_occurrence(index: Array, *, xp: Any) -> Array:
+def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
+             dtype: Any = None) -> Array:
+    """``(row_keys[i] - column_keys[j])**2`` (B, B) in floats: exactly 0 where two keys are
+    equal, at least 1 where they differ.
+
+    The keys (B,) are integers of magnitude at most ``bound``. The arithmetic runs in
+    ``dtype`` (float32 or float64; default float32) if it represents them all exactly
+    (float32: ``bound <= 2**24``), in float64 otherwise; distinct exact integers differ by at
+    least 1 and rounding is monotonic, so the test is exact. A float subtraction and product
+    cost less than an integer comparison plus a cast of its boolean result (2-3 times less on
+    CPUs, where the boolean B x B kernels are not vectorised).
+    """
+    if dtype is None or (dtype != xp.float64 and bound > 2**24):
+        dtype = xp.float32 if bound <= 2**24 else xp.float64
+    gap = (xp.expand_dims(xp.astype(row_keys, dtype), 1)
+           - xp.expand_dims(xp.astype(column_keys, dtype), 0))
+    return gap * gap
+
+
+def last_occurrence(index: Array, *, bound: int | None = None, xp: Any) -> Array:
     """For each position, the position of the last entry with the same index value.
 
-    ``index`` has shape (B,). The result (B,) lets callers make the rows of a duplicated index
-    identical before a scatter, which is what makes :func:`write_rows` deterministic.
-    O(B^2) comparisons, no data-dependent shapes (jit-safe).
+    ``index`` has shape (B,), values of magnitude at most ``bound`` (default ``2**53``, exact
+    in float64; ``bound <= 2**24`` runs the comparisons in float32, see :func:`key_gaps`).
+    The result (B,) lets callers make the rows of a duplicated index identical before a
+    scatter, which is what makes :func:`write_rows` deterministic. O(B^2) float arithmetic,
+    no data-dependent shapes (jit-safe).
     """
     batch = index.shape[0]
-    positions = xp.arange(batch, dtype=index.dtype)
-    same = xp.expand_dims(index, 1) == xp.expand_dims(index, 0)
-    marked = xp.where(same, xp.expand_dims(positions, 0), xp.zeros_like(same, dtype=index.dtype))
-    return xp.max(marked, axis=1)
+    gaps = key_gaps(index, index, bound=2**53 if bound is None else bound, xp=xp)
+    # marks[i, j] = j + 1 where index[j] == index[i]; <= j - batch < 0 elsewhere (gap >= 1).
+    marks = xp.expand_dims(xp.arange(batch, dtype=gaps.dtype) + 1, 0) - (batch + 1) * gaps
+    return xp.astype(xp.max(marks, axis=1), index.dtype) - 1
 
 
 def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:
@@ -106,7 +128,7 @@ def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:
     batch = index.shape[0]
     positions = xp.arange(batch, dtype=index.dtype)
     first = xp.min(xp.where(keep, positions, xp.full_like(positions, batch)))
-    anchor = xp.reshape(xp.where(first < batch, first, xp.zeros_like(first)), (1,))
+    anchor = xp.reshape(first % batch, (1,))  # none kept: batch % batch = position 0
     return xp.where(keep, index, xp.take(index, anchor, axis=0)), anchor
 
 
@@ -120,6 +142,8 @@ def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any
     On torch and TensorFlow variables the write is in place; on JAX it is ``.at[].set``, in
     place under ``jit`` with donated buffers.
     """
-    rows = xp.take(rows, last_occurrence(index, xp=xp), axis=0)
-    return backend.write_rows(table, index, xp.astype(rows, table.dtype))
+    # Valid indices lie in [0, len(table)): that bound keeps the comparisons in float32.
+    rows = xp.take(rows, last_occurrence(index, bound=table.shape[0], xp=xp), axis=0)
+    return backend.write_rows(table, index, rows if rows.dtype == table.dtype
+                              else xp.astype(rows, table.dtype))
 

@@ -6,16 +6,28 @@ written with ``.at[].set`` and updated in place by XLA when the buffer is donate
 :class:`StatefulLoss` keeps the state for eager use. Each class below only fixes its
 constructor signature and its examples; :class:`XRiskLoss` reads the rest from the core
 definition's declarations.
+
+Bad batches: concrete CPU arrays are checked on the host and raise; inside a jitted or
+differentiated step the checks run in the graph, and a bad batch returns a NaN loss and leaves
+every state row unchanged. One thing happens *before* xrisk sees a jitted batch: without
+``jax_enable_x64``, JAX converts a numpy int64 index to int32 at the jit boundary, so
+2**32 + 3 silently becomes row 3. Check host batches first — :meth:`XRiskLoss.check_batch`
+(which :class:`StatefulLoss` calls on every batch) — or enable x64. To make the in-graph
+checks raise instead of returning NaN, compile the step with :func:`checked` (the error
+carries the step's outputs, so a donated state is not lost), or turn on
+``xrisk.set_checks("raise")`` before tracing (a host callback raises inside the jitted step).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 import xrisk
 from xrisk import LossDefinition
@@ -27,9 +39,10 @@ from xrisk._adapter_support import (
     refuse_assignment,
 )
 from xrisk.losses import NO_PARAMS
+from xrisk.losses.pauc import pauc_class_name
 
 # One class per entry of the core registry (a missing one fails this import).
-__all__ = ["XRiskLoss", "StatefulLoss", *xrisk.LOSSES]
+__all__ = ["XRiskLoss", "StatefulLoss", "checked", *xrisk.LOSSES, "pAUCLoss"]
 
 DType = str | Any | None
 Device = Any
@@ -56,6 +69,7 @@ class XRiskLoss:
             dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
         self.dtype = jnp.dtype(dtype_name(definition.name, dtype))
         self.device = device
+        self._steps: dict[str, Callable] = {}  # StatefulLoss's compiled steps, by check mode
 
     def __getattr__(self, name: str) -> Any:
         return definition_attribute(self, name)
@@ -77,29 +91,90 @@ class XRiskLoss:
 
     def apply(self, state: Any, *inputs: Any, params: Any = NO_PARAMS,
               **named: Any) -> tuple[jax.Array, Any]:
-        """Pure step: ``(loss, new_state)``; see the class docstring for the math."""
+        """Pure step: ``(loss, new_state)``; see the class docstring for the math.
+
+        Under ``jax.jit`` a bad batch returns NaN and leaves the state unchanged; check host
+        batches with :meth:`check_batch` before the jitted step (see the module docstring).
+        """
         return self.definition.apply(state, *inputs, params=params, **named)
 
+    def check_batch(self, *inputs: Any, **named: Any) -> None:
+        """Check a host batch (numpy or JAX CPU arrays) before a jitted step; raise if bad.
+
+        Inside ``jax.jit`` the checks of :meth:`apply` can only turn a bad batch into a NaN
+        loss, and without ``jax_enable_x64`` JAX converts a numpy int64 index to int32 before
+        any xrisk code runs (2**32 + 3 becomes 3). Call this on the numpy batch before the
+        jitted step; :class:`StatefulLoss` does on every call.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As :meth:`apply` on host arrays; also an index that does not fit JAX's int32
+            while ``jax_enable_x64`` is off.
+        """
+        self.definition.check_batch(*inputs, **named)
+        if jax.config.read("jax_enable_x64"):
+            return
+        bound = self.definition.bind(inputs, named)
+        for spec in self.definition.inputs():
+            value = bound[spec.name]
+            if spec.kind != "index" or value is None or not np.size(value):
+                continue
+            largest = np.max(np.asarray(value))
+            if largest > np.iinfo(np.int32).max:  # reachable for key spaces beyond 2**31 only
+                raise ValueError(
+                    f"{self.definition.name}: {spec.name} holds {largest}, beyond int32, the "
+                    "index dtype of JAX while jax_enable_x64 is off; expected indices < 2**31. "
+                    "Fix: jax.config.update('jax_enable_x64', True) before creating arrays."
+                )
+
     def export_state(self, state: Any, params: Any = NO_PARAMS) -> dict[str, np.ndarray]:
-        """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral)."""
-        out = {name: np.asarray(value) for name, value in state._asdict().items()}
-        out.update({name: np.asarray(value) for name, value in params._asdict().items()})
-        return out
+        """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
+
+        Each array is a writable copy in its entry's dtype, except bfloat16, which numpy
+        lacks: it is exported as float32, exactly.
+        """
+        backend = xrisk.backends.get_backend("jax")
+        values = {**state._asdict(), **params._asdict()}
+        return {name: np.array(backend.to_numpy(value), copy=True)
+                for name, value in values.items()}
 
     def load_state(self, arrays: Mapping[str, Any]) -> tuple[Any, Any]:
-        """``(state, params)`` from a dict of ``export_state`` of any framework."""
-        checked = checked_state_arrays(self.definition, arrays)
+        """``(state, params)`` from a dict of ``export_state`` of any framework.
+
+        Every entry is checked first (keys, shapes, finite real values, auxiliary bounds;
+        see :func:`xrisk._adapter_support.checked_state_arrays`); a float export of more
+        precision than the loss is rounded with a :class:`xrisk.StateCastWarning`.
+        """
         definition = self.definition
-        state, params = self.init(), self.init_params()
+        # Shapes and dtypes of the targets, without allocating them.
+        templates = (jax.eval_shape(lambda: definition.init(xp=jnp, dtype=self.dtype)),
+                     jax.eval_shape(lambda: definition.init_params(xp=jnp, dtype=self.dtype)))
+        dtypes = {name: jnp.dtype(leaf.dtype).name
+                  for template in templates for name, leaf in template._asdict().items()}
+        checked = checked_state_arrays(definition, arrays, dtypes)
 
         def build(template: Any) -> Any:
-            return type(template)(**{
-                name: jnp.asarray(checked[name], dtype=value.dtype)
-                for name, value in template._asdict().items()
-            })
+            return type(template)(**{name: jnp.asarray(checked[name], dtype=leaf.dtype)
+                                     for name, leaf in template._asdict().items()})
 
-        del definition
-        return self._place(build(state)), self._place(build(params))
+        return self._place(build(templates[0])), self._place(build(templates[1]))
+
+    def _stateful_step(self) -> tuple[Callable, str]:
+        """The jitted ``(state, params, inputs) -> (loss, state)`` of :class:`StatefulLoss`,
+        state donated, compiled once per check mode (the mode is read while tracing)."""
+        mode = xrisk.get_checks()
+        step = self._steps.get(mode)
+        if step is None:
+            definition = self.definition
+
+            def run(state: Any, params: Any, inputs: tuple) -> tuple[jax.Array, Any]:
+                return definition.apply(state, *inputs, params=params)
+
+            step = jax.jit(checkify.checkify(run) if mode == "raise" else run,
+                           donate_argnums=0)
+            self._steps[mode] = step
+        return step, mode
 
     def __repr__(self) -> str:
         return f"xrisk.jax.{self.definition!r}"
@@ -107,6 +182,17 @@ class XRiskLoss:
 
 class StatefulLoss:
     """Eager convenience: keeps a loss's state (and auxiliaries) between calls.
+
+    Each call checks the batch on the host first (numpy or JAX CPU arrays: a bad value raises
+    before JAX converts anything, so a numpy int64 index is never truncated silently), then
+    runs one jitted step with the state donated, compiled once per loss and batch shape: a
+    call costs O(batch) whatever ``num_samples`` is. Batches on an accelerator are not read
+    back; they get the in-graph checks (NaN loss, state unchanged; an error under
+    ``xrisk.set_checks("raise")``).
+
+    The state buffers are donated to each step: read the state through ``.state`` after a
+    call (or ``loss.export_state(wrapper.state)`` for a copy), not through arrays kept from
+    before it.
 
     >>> import jax.numpy as jnp, xrisk.jax as xr
     >>> loss_fn = xr.StatefulLoss(xr.APLoss(num_samples=4))
@@ -121,8 +207,91 @@ class StatefulLoss:
         self.params = loss.init_params()
 
     def __call__(self, *inputs: Any, **named: Any) -> jax.Array:
-        value, self.state = self.loss.apply(self.state, *inputs, params=self.params, **named)
+        bound = self.loss.definition.bind(inputs, named)
+        present = {name: value for name, value in bound.items() if value is not None}
+        if all(_on_host(value) for value in present.values()):
+            # Zero-copy numpy views of CPU arrays: the checks read each input once.
+            self.loss.check_batch(**{name: np.asarray(value) for name, value in present.items()})
+        step, mode = self.loss._stateful_step()
+        if mode != "raise":
+            value, self.state = step(self.state, self.params, tuple(bound.values()))
+            return value
+        error, outputs = step(self.state, self.params, tuple(bound.values()))
+        value, self.state = outputs  # kept before raising: a bad batch leaves it unchanged
+        _raise_failed_check(error, outputs)
         return value
+
+
+def _on_host(value: Any) -> bool:
+    """Whether the values of ``value`` can be read without a device transfer."""
+    if isinstance(value, jax.Array):
+        return xrisk.backends.get_backend("jax").inspectable(value)
+    return isinstance(value, np.ndarray | np.generic)
+
+
+def checked(fn: Callable, **jit_options: Any) -> Callable:
+    """``jax.jit`` of ``fn`` whose xrisk input checks raise instead of returning NaN.
+
+    Under plain ``jax.jit`` a bad batch (label outside {0, 1}, index outside the key space,
+    non-finite score) gives a NaN loss and leaves the state unchanged, because a traced value
+    cannot raise. ``checked`` traces ``fn`` under ``xrisk.set_checks("raise")`` and
+    functionalizes those checks with ``jax.experimental.checkify``, so a bad batch raises
+    ``ValueError`` after the step, naming the input, the first offending value and the fix.
+    It reads the error flag back to the host every step: a debugging mode. (A plain
+    ``jax.jit`` traced under ``xrisk.set_checks("raise")`` raises too, from a host callback,
+    but its outputs — and a donated state — are then lost.)
+
+    Parameters
+    ----------
+    fn : callable
+        The step function, **not** jitted (``checked`` compiles it; a function jitted before
+        would keep the trace it made without checks).
+    **jit_options
+        Passed to ``jax.jit`` (e.g. ``donate_argnums=0``).
+
+    Returns
+    -------
+    callable
+        Same arguments and outputs as ``fn``. When it raises, the error's ``outputs``
+        attribute holds ``fn``'s outputs: their state equals the input state (a bad batch
+        writes no row), which matters when that input was donated.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.APLoss(num_samples=4)
+    >>> step = xr.checked(loss_fn.apply)
+    >>> try:
+    ...     step(loss_fn.init(), jnp.array([0.9, 0.2]), jnp.array([1, 0]), jnp.array([0, 9]))
+    ... except ValueError as error:
+    ...     print(str(error).split(";")[0])
+    APLoss: index values are outside [0, sample count=4) (checked inside a traced or compiled step)
+    """
+    checkified = checkify.checkify(fn)
+
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        with xrisk.set_checks("raise"):  # read while jit traces, then compiled in
+            return checkified(*args, **kwargs)
+
+    compiled = jax.jit(traced, **jit_options)
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        error, outputs = compiled(*args, **kwargs)
+        _raise_failed_check(error, outputs)
+        return outputs
+
+    return run
+
+
+def _raise_failed_check(error: Any, outputs: Any) -> None:
+    """Raise the first failed check of a checkified step as a ValueError carrying the
+    step's ``outputs`` (whose state a bad batch left unchanged)."""
+    message = error.get()
+    if message is not None:
+        exception = ValueError(message)
+        exception.outputs = outputs  # type: ignore[attr-defined]
+        raise exception
 
 
 class APLoss(XRiskLoss):
@@ -173,3 +342,215 @@ class AUCMLoss(XRiskLoss):
                  device: Device = None) -> None:
         super().__init__(xrisk.AUCMLoss(margin=margin, version=version, imratio=imratio),
                          dtype=dtype, device=device)
+
+
+class PairwiseAUCLoss(XRiskLoss):
+    """Pairwise AUC loss (mean surrogate over positive-negative pairs) with pure ``init`` /
+    ``apply`` for JAX; the state is empty.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.PairwiseAUCLoss(surrogate="squared_hinge")
+    >>> loss, _ = jax.jit(loss_fn.apply)(loss_fn.init(), jnp.array([0.9, 0.2, 0.6, 0.4]),
+    ...                                  jnp.array([1, 0, 1, 0]))
+    >>> round(float(loss), 4)
+    0.335
+    """
+
+    definition_type = xrisk.PairwiseAUCLoss
+
+    def __init__(self, *, surrogate: str = "logistic", margin: float = 1.0, scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.PairwiseAUCLoss(surrogate=surrogate, margin=margin, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class CrossEntropyLoss(XRiskLoss):
+    """Binary cross-entropy of logits with pure ``init`` / ``apply`` for JAX; the state is
+    empty.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.CrossEntropyLoss()
+    >>> logits = jnp.array([0.0, 100.0, -100.0])  # float32, stable
+    >>> labels = jnp.array([1, 0, 0])
+    >>> (loss, _), grad = jax.value_and_grad(loss_fn.apply, argnums=1, has_aux=True)(
+    ...     loss_fn.init(), logits, labels)
+    >>> round(float(loss), 4), [round(float(g), 4) for g in grad]
+    (33.5644, [-0.1667, 0.3333, 0.0])
+    """
+
+    definition_type = xrisk.CrossEntropyLoss
+
+    def __init__(self, *, dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.CrossEntropyLoss(), dtype=dtype, device=device)
+
+
+class FocalLoss(XRiskLoss):
+    """Focal loss of logits with pure ``init`` / ``apply`` for JAX; the state is empty.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.FocalLoss(alpha=0.25, gamma=2.0)
+    >>> loss, _ = loss_fn.apply(loss_fn.init(), jnp.array([0.0, 0.0]), jnp.array([1, 0]))
+    >>> round(float(loss), 6)
+    0.086643
+    """
+
+    definition_type = xrisk.FocalLoss
+
+    def __init__(self, *, alpha: float = 0.25, gamma: float = 2.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.FocalLoss(alpha=alpha, gamma=gamma), dtype=dtype, device=device)
+
+
+class CompositionalAUCLoss(XRiskLoss):
+    """Compositional AUC loss (k cross-entropy steps, then k AUC-M steps) with pure
+    ``init`` / ``apply`` for JAX: the state holds the int32 call counter ``step``; a, b,
+    alpha are the ``AUCMParams`` from ``init_params()``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.CompositionalAUCLoss(k=1, version="v2")
+    >>> params = loss_fn.init_params()._replace(a=jnp.asarray(0.3), b=jnp.asarray(0.2),
+    ...                                         alpha=jnp.asarray(0.5))
+    >>> scores, labels = jnp.array([0.1, 0.4, 0.35, 0.8]), jnp.array([0, 0, 1, 1])
+    >>> step = jax.jit(loss_fn.apply)
+    >>> ce, state = step(loss_fn.init(), scores, labels, params=params)  # step 0: BCE
+    >>> auc, state = step(state, scores, labels, params=params)  # step 1: AUC-M
+    >>> round(float(ce), 5), round(float(auc), 5), int(state.step)
+    (0.47229, 0.57625, 2)
+    """
+
+    definition_type = xrisk.CompositionalAUCLoss
+
+    def __init__(self, *, k: int = 1, margin: float = 1.0, version: str = "v1",
+                 imratio: float | None = None, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.CompositionalAUCLoss(k=k, margin=margin, version=version,
+                                                    imratio=imratio),
+                         dtype=dtype, device=device)
+
+
+class pAUC_CVaR_Loss(XRiskLoss):
+    """One-way partial AUC by CVaR (SOPA) with pure ``init`` / ``apply`` for JAX;
+    the state holds the per-sample ``threshold``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.pAUC_CVaR_Loss(num_samples=4, beta=0.5)
+    >>> step = jax.jit(jax.value_and_grad(loss_fn.apply, argnums=1, has_aux=True))
+    >>> (loss, state), grad = step(loss_fn.init(), jnp.array([0.9, 0.2, 0.6, 0.4]),
+    ...                            jnp.array([1, 0, 1, 0]), jnp.array([0, 1, 2, 3]))
+    >>> round(float(loss), 4), [round(float(t), 4) for t in state.threshold]
+    (0.67, [0.1, 0.0, 0.1, 0.0])
+    """
+
+    definition_type = xrisk.pAUC_CVaR_Loss
+
+    def __init__(self, num_samples: int, *, beta: float = 0.2, eta: float = 0.1,
+                 margin: float = 1.0, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.pAUC_CVaR_Loss(num_samples, beta=beta, eta=eta, margin=margin,
+                                              surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class pAUC_DRO_Loss(XRiskLoss):
+    """One-way partial AUC by KL-DRO (SOPAs) with pure ``init`` /
+    ``apply`` for JAX; the state holds the shifted estimators ``u`` = [u~, c], u = u~ exp(c).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.pAUC_DRO_Loss(num_samples=4, gamma=1.0)
+    >>> step = jax.jit(loss_fn.apply, donate_argnums=0)
+    >>> loss, state = step(loss_fn.init(), jnp.array([0.9, 0.2, 0.6, 0.4]),
+    ...                    jnp.array([1, 0, 1, 0]), jnp.array([0, 1, 2, 3]))
+    >>> u = state.u[:, 0] * jnp.exp(state.u[:, 1])  # mean_j exp(l_ij) of positives 0, 2
+    >>> round(float(loss), 4), [round(float(v), 4) for v in u]
+    (0.3479, [1.1891, 0.0, 1.6649, 0.0])
+    """
+
+    definition_type = xrisk.pAUC_DRO_Loss
+
+    def __init__(self, num_samples: int, *, gamma: float = 0.9, lam: float = 1.0,
+                 margin: float = 1.0, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.pAUC_DRO_Loss(num_samples, gamma=gamma, lam=lam, margin=margin,
+                                             surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class tpAUC_KL_Loss(XRiskLoss):
+    """Two-way partial AUC by KL-DRO (SOTAs) with pure ``init`` /
+    ``apply`` for JAX; the state holds the shifted estimators ``u`` (per sample) and ``w``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.tpAUC_KL_Loss(num_samples=4, tau=0.5)
+    >>> loss, state = jax.jit(loss_fn.apply)(loss_fn.init(), jnp.array([0.9, 0.2, 0.6, 0.4]),
+    ...                                      jnp.array([1, 0, 1, 0]), jnp.array([0, 1, 2, 3]))
+    >>> round(float(loss), 4), round(float(state.w[0] * jnp.exp(state.w[1])), 4)
+    (0.4982, 1.5257)
+    """
+
+    definition_type = xrisk.tpAUC_KL_Loss
+
+    def __init__(self, num_samples: int, *, tau: float = 1.0, lam: float = 1.0,
+                 gammas: tuple[float, float] = (0.9, 0.9), margin: float = 1.0,
+                 surrogate: str = "squared_hinge", scale: float = 1.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.tpAUC_KL_Loss(num_samples, tau=tau, lam=lam, gammas=gammas,
+                                             margin=margin, surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class tpAUC_CVaR_Loss(XRiskLoss):
+    """Two-way partial AUC by double CVaR (STACO) with pure ``init`` /
+    ``apply`` for JAX; the state holds the rows ``u`` = [u, s1, dual] and the scalar ``s2``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, xrisk.jax as xr
+    >>> loss_fn = xr.tpAUC_CVaR_Loss(num_samples=4, margin=1.0)
+    >>> loss, state = jax.jit(loss_fn.apply)(loss_fn.init(), jnp.array([0.9, 0.2, 0.6, 0.4]),
+    ...                                      jnp.array([1, 0, 1, 0]), jnp.array([0, 1, 2, 3]))
+    >>> round(float(loss), 4), [round(float(v), 4) for v in state.u[0]], round(float(state.s2), 4)
+    (1.34, [0.34, 0.2, 1.0], 0.1)
+    """
+
+    definition_type = xrisk.tpAUC_CVaR_Loss
+
+    def __init__(self, num_samples: int, *, margin: float = 0.5, alpha: float = 0.1,
+                 beta_0: float = 0.1, beta_1: float = 0.1, theta_0: float = 0.5,
+                 theta_1: float = 0.5, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.tpAUC_CVaR_Loss(num_samples, margin=margin, alpha=alpha,
+                                               beta_0=beta_0, beta_1=beta_1, theta_0=theta_0,
+                                               theta_1=theta_1, surrogate=surrogate,
+                                               scale=scale),
+                         dtype=dtype, device=device)
+
+
+def pAUCLoss(mode: str = "1w", **kwargs: Any) -> XRiskLoss:
+    """The partial-AUC loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
+
+    ``"SOPA"`` -> :class:`pAUC_CVaR_Loss`, ``"SOPAs"`` / ``"1w"`` -> :class:`pAUC_DRO_Loss`,
+    ``"SOTAs"`` / ``"2w"`` -> :class:`tpAUC_KL_Loss`, ``"STACO"`` -> :class:`tpAUC_CVaR_Loss`;
+    another mode raises a ValueError that lists these.
+
+    Examples
+    --------
+    >>> import xrisk.jax as xr
+    >>> loss_fn = xr.pAUCLoss("2w", num_samples=100, tau=0.5)
+    >>> type(loss_fn).__name__, loss_fn.tau
+    ('tpAUC_KL_Loss', 0.5)
+    """
+    return globals()[pauc_class_name(mode)](**kwargs)

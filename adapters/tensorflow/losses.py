@@ -26,9 +26,10 @@ from xrisk._adapter_support import (
     dtype_name,
     refuse_assignment,
 )
+from xrisk.losses.pauc import pauc_class_name
 
 # One class per entry of the core registry (a missing one fails this import).
-__all__ = ["XRiskLoss", *xrisk.LOSSES]
+__all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss"]
 
 DType = str | tf.dtypes.DType | None
 Device = str | None
@@ -85,15 +86,30 @@ class XRiskLoss(LossContainer, tf.Module):
         return loss
 
     def export_state(self) -> dict[str, np.ndarray]:
-        """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral)."""
-        return {name: getattr(self, name).numpy().copy()
+        """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
+
+        Each array is a copy in its entry's dtype, except bfloat16, which numpy lacks: it is
+        exported as float32, exactly.
+        """
+        backend = xrisk.backends.get_backend("tensorflow")
+        return {name: np.array(backend.to_numpy(getattr(self, name)), copy=True)
                 for name in self.definition.state_shapes()}
 
     def load_state(self, arrays: Mapping[str, Any]) -> None:
-        """Load a dict from ``export_state`` of any framework; nothing changes on error."""
-        for name, value in checked_state_arrays(self.definition, arrays).items():
-            variable = getattr(self, name)
-            variable.assign(tf.convert_to_tensor(value, dtype=variable.dtype))
+        """Load a dict from ``export_state`` of any framework; nothing changes on error.
+
+        Every entry is checked first (keys, shapes, finite real values, auxiliary bounds;
+        see :func:`xrisk._adapter_support.checked_state_arrays`); a float export of more
+        precision than the loss is rounded with a :class:`xrisk.StateCastWarning`.
+        """
+        variables = {name: getattr(self, name) for name in self.definition.state_shapes()}
+        checked = checked_state_arrays(
+            self.definition, arrays, {name: v.dtype.name for name, v in variables.items()})
+        # Convert everything before the first assignment, so a failure changes nothing.
+        tensors = {name: tf.cast(tf.constant(value), variables[name].dtype)
+                   for name, value in checked.items()}
+        for name, tensor in tensors.items():
+            variables[name].assign(tensor)
 
     def __repr__(self) -> str:
         return f"xrisk.tensorflow.{self.definition!r}"
@@ -145,3 +161,210 @@ class AUCMLoss(XRiskLoss):
                  device: Device = None) -> None:
         super().__init__(xrisk.AUCMLoss(margin=margin, version=version, imratio=imratio),
                          dtype=dtype, device=device)
+
+
+class PairwiseAUCLoss(XRiskLoss):
+    """Pairwise AUC loss (mean surrogate over positive-negative pairs) as a ``tf.Module``;
+    no state.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.PairwiseAUCLoss(surrogate="squared_hinge", dtype="float64")
+    >>> scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    >>> round(float(loss_fn(scores, tf.constant([1, 0, 1, 0]))), 4)
+    0.335
+    """
+
+    definition_type = xrisk.PairwiseAUCLoss
+
+    def __init__(self, *, surrogate: str = "logistic", margin: float = 1.0, scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.PairwiseAUCLoss(surrogate=surrogate, margin=margin, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class CrossEntropyLoss(XRiskLoss):
+    """Binary cross-entropy of logits as a ``tf.Module``; no state.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.CrossEntropyLoss()
+    >>> logits = tf.constant([0.0, 100.0, -100.0])  # float32, stable
+    >>> with tf.GradientTape() as tape:
+    ...     tape.watch(logits)
+    ...     loss = loss_fn(logits, tf.constant([1, 0, 0]))
+    >>> round(float(loss), 4), [round(float(g), 4) for g in tape.gradient(loss, logits)]
+    (33.5644, [-0.1667, 0.3333, 0.0])
+    """
+
+    definition_type = xrisk.CrossEntropyLoss
+
+    def __init__(self, *, dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.CrossEntropyLoss(), dtype=dtype, device=device)
+
+
+class FocalLoss(XRiskLoss):
+    """Focal loss of logits as a ``tf.Module``; no state.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.FocalLoss(alpha=0.25, gamma=2.0)
+    >>> round(float(loss_fn(tf.constant([0.0, 0.0]), tf.constant([1, 0]))), 6)
+    0.086643
+    """
+
+    definition_type = xrisk.FocalLoss
+
+    def __init__(self, *, alpha: float = 0.25, gamma: float = 2.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.FocalLoss(alpha=alpha, gamma=gamma), dtype=dtype, device=device)
+
+
+class CompositionalAUCLoss(XRiskLoss):
+    """Compositional AUC loss (k cross-entropy steps, then k AUC-M steps) as a ``tf.Module``;
+    a, b, alpha are trainable variables, the call counter ``step`` an int32 variable.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.CompositionalAUCLoss(k=1, version="v2", dtype="float64")
+    >>> _ = loss_fn.a.assign(0.3), loss_fn.b.assign(0.2), loss_fn.alpha.assign(0.5)
+    >>> scores = tf.constant([0.1, 0.4, 0.35, 0.8], dtype=tf.float64)
+    >>> labels = tf.constant([0, 0, 1, 1])
+    >>> ce, auc = loss_fn(scores, labels), loss_fn(scores, labels)  # step 0: BCE, 1: AUC-M
+    >>> round(float(ce), 5), round(float(auc), 5), int(loss_fn.step.numpy())
+    (0.47229, 0.57625, 2)
+    """
+
+    definition_type = xrisk.CompositionalAUCLoss
+
+    def __init__(self, *, k: int = 1, margin: float = 1.0, version: str = "v1",
+                 imratio: float | None = None, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.CompositionalAUCLoss(k=k, margin=margin, version=version,
+                                                    imratio=imratio),
+                         dtype=dtype, device=device)
+
+
+class pAUC_CVaR_Loss(XRiskLoss):
+    """One-way partial AUC by CVaR (SOPA) as a ``tf.Module``; the per-sample
+    ``threshold`` is a ``tf.Variable``.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.pAUC_CVaR_Loss(num_samples=4, beta=0.5, dtype="float64")
+    >>> scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    >>> loss = loss_fn(scores, tf.constant([1, 0, 1, 0]), tf.constant([0, 1, 2, 3]))
+    >>> round(float(loss), 4), loss_fn.threshold.numpy().round(4).tolist()
+    (0.67, [0.1, 0.0, 0.1, 0.0])
+    """
+
+    definition_type = xrisk.pAUC_CVaR_Loss
+
+    def __init__(self, num_samples: int, *, beta: float = 0.2, eta: float = 0.1,
+                 margin: float = 1.0, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.pAUC_CVaR_Loss(num_samples, beta=beta, eta=eta, margin=margin,
+                                              surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class pAUC_DRO_Loss(XRiskLoss):
+    """One-way partial AUC by KL-DRO (SOPAs) as a ``tf.Module``; the shifted
+    estimators ``u`` = [u~, c] (u = u~ exp(c)) are a ``tf.Variable``.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.pAUC_DRO_Loss(num_samples=4, gamma=1.0, dtype="float64")
+    >>> scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    >>> with tf.GradientTape() as tape:
+    ...     _ = tape.watch(scores)
+    ...     loss = loss_fn(scores, tf.constant([1, 0, 1, 0]), tf.constant([0, 1, 2, 3]))
+    >>> grad = tape.gradient(loss, scores)
+    >>> u = loss_fn.u[:, 0] * tf.exp(loss_fn.u[:, 1])  # mean_j exp(l_ij) of positives 0, 2
+    >>> round(float(loss), 4), u.numpy().round(4).tolist()
+    (0.3479, [1.1891, 0.0, 1.6649, 0.0])
+    """
+
+    definition_type = xrisk.pAUC_DRO_Loss
+
+    def __init__(self, num_samples: int, *, gamma: float = 0.9, lam: float = 1.0,
+                 margin: float = 1.0, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.pAUC_DRO_Loss(num_samples, gamma=gamma, lam=lam, margin=margin,
+                                             surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class tpAUC_KL_Loss(XRiskLoss):
+    """Two-way partial AUC by KL-DRO (SOTAs) as a ``tf.Module``; the shifted
+    estimators ``u`` (per sample) and ``w`` (global) are ``tf.Variable``\\ s.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.tpAUC_KL_Loss(num_samples=4, tau=0.5, dtype="float64")
+    >>> scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    >>> loss = loss_fn(scores, tf.constant([1, 0, 1, 0]), tf.constant([0, 1, 2, 3]))
+    >>> round(float(loss), 4), round(float(loss_fn.w[0] * tf.exp(loss_fn.w[1])), 4)
+    (0.4982, 1.5257)
+    """
+
+    definition_type = xrisk.tpAUC_KL_Loss
+
+    def __init__(self, num_samples: int, *, tau: float = 1.0, lam: float = 1.0,
+                 gammas: tuple[float, float] = (0.9, 0.9), margin: float = 1.0,
+                 surrogate: str = "squared_hinge", scale: float = 1.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.tpAUC_KL_Loss(num_samples, tau=tau, lam=lam, gammas=gammas,
+                                             margin=margin, surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class tpAUC_CVaR_Loss(XRiskLoss):
+    """Two-way partial AUC by double CVaR (STACO) as a ``tf.Module``; the rows
+    ``u`` = [u, s1, dual] and the scalar ``s2`` are ``tf.Variable``\\ s.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> loss_fn = xr.tpAUC_CVaR_Loss(num_samples=4, margin=1.0, dtype="float64")
+    >>> scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    >>> loss = loss_fn(scores, tf.constant([1, 0, 1, 0]), tf.constant([0, 1, 2, 3]))
+    >>> round(float(loss), 4), loss_fn.u[0].numpy().round(4).tolist(), float(loss_fn.s2)
+    (1.34, [0.34, 0.2, 1.0], 0.1)
+    """
+
+    definition_type = xrisk.tpAUC_CVaR_Loss
+
+    def __init__(self, num_samples: int, *, margin: float = 0.5, alpha: float = 0.1,
+                 beta_0: float = 0.1, beta_1: float = 0.1, theta_0: float = 0.5,
+                 theta_1: float = 0.5, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.tpAUC_CVaR_Loss(num_samples, margin=margin, alpha=alpha,
+                                               beta_0=beta_0, beta_1=beta_1, theta_0=theta_0,
+                                               theta_1=theta_1, surrogate=surrogate,
+                                               scale=scale),
+                         dtype=dtype, device=device)
+
+
+def pAUCLoss(mode: str = "1w", **kwargs: Any) -> XRiskLoss:
+    """The partial-AUC loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
+
+    ``"SOPA"`` -> :class:`pAUC_CVaR_Loss`, ``"SOPAs"`` / ``"1w"`` -> :class:`pAUC_DRO_Loss`,
+    ``"SOTAs"`` / ``"2w"`` -> :class:`tpAUC_KL_Loss`, ``"STACO"`` -> :class:`tpAUC_CVaR_Loss`;
+    another mode raises a ValueError that lists these.
+
+    Examples
+    --------
+    >>> import xrisk.tensorflow as xr
+    >>> loss_fn = xr.pAUCLoss("2w", num_samples=100, tau=0.5)
+    >>> type(loss_fn).__name__, loss_fn.tau
+    ('tpAUC_KL_Loss', 0.5)
+    """
+    return globals()[pauc_class_name(mode)](**kwargs)

@@ -19,6 +19,24 @@ from ._base import (
 )
 from .ap import APLoss, APState
 from .auc import AUCMLoss, AUCMParams
+from .classification import (
+    CompositionalAUCLoss,
+    CompositionalAUCState,
+    CrossEntropyLoss,
+    FocalLoss,
+    PairwiseAUCLoss,
+)
+from .pauc import (
+    pAUC_CVaR_Loss,
+    pAUC_CVaR_State,
+    pAUC_DRO_Loss,
+    pAUC_DRO_State,
+    pAUCLoss,
+    tpAUC_CVaR_Loss,
+    tpAUC_CVaR_State,
+    tpAUC_KL_Loss,
+    tpAUC_KL_State,
+)
 
 __all__ = [
     "LOSSES",
@@ -36,10 +54,32 @@ __all__ = [
     "APState",
     "AUCMLoss",
     "AUCMParams",
+    "CompositionalAUCLoss",
+    "CompositionalAUCState",
+    "CrossEntropyLoss",
+    "FocalLoss",
+    "PairwiseAUCLoss",
+    "pAUC_CVaR_Loss",
+    "pAUC_CVaR_State",
+    "pAUC_DRO_Loss",
+    "pAUC_DRO_State",
+    "pAUCLoss",
+    "tpAUC_CVaR_Loss",
+    "tpAUC_CVaR_State",
+    "tpAUC_KL_Loss",
+    "tpAUC_KL_State",
 ]
 
 #: Every loss definition, by public class name.
 LOSSES: dict[str, type[LossDefinition]] = {
     "APLoss": APLoss,
     "AUCMLoss": AUCMLoss,
+    "PairwiseAUCLoss": PairwiseAUCLoss,
+    "CrossEntropyLoss": CrossEntropyLoss,
+    "FocalLoss": FocalLoss,
+    "CompositionalAUCLoss": CompositionalAUCLoss,
+    "pAUC_CVaR_Loss": pAUC_CVaR_Loss,
+    "pAUC_DRO_Loss": pAUC_DRO_Loss,
+    "tpAUC_KL_Loss": tpAUC_KL_Loss,
+    "tpAUC_CVaR_Loss": tpAUC_CVaR_Loss,
 }

@@ -21,7 +21,9 @@ Value checks (labels in {0, 1}, finite scores, every index inside its key space)
 concrete arrays and, because a traced array (under ``jax.jit``, ``jax.grad``, ``tf.function``,
 ``torch.compile``) cannot raise, they are also computed *inside* the step: a batch that fails
 them returns a NaN loss and writes no state row (an out-of-range index never wraps or clamps
-onto a real row).
+onto a real row). ``xrisk.set_checks("raise")`` makes those in-graph checks raise too, with
+each framework's assertion (see :mod:`xrisk._validation`); :meth:`LossDefinition.check_batch`
+runs the host checks on a batch before it enters a compiled step.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class Input(NamedTuple):
         For ``index`` inputs: the key space it indexes (see :meth:`LossDefinition.key_spaces`).
     optional : bool
         Whether the input may be omitted (``None``).
+    interval : (float, float) or None
+        For ``score`` inputs: the range the math expects (e.g. ``(0.0, 1.0)`` for losses of
+        probabilities). A host-checked batch outside it gets one :class:`xrisk.InputWarning`
+        per loss (such values are valid, but usually logits passed by mistake).
     """
 
     name: str
@@ -87,6 +93,7 @@ class Input(NamedTuple):
     kind: str
     keys: str | None = None
     optional: bool = False
+    interval: tuple[float, float] | None = None
 
 
 class Auxiliary(NamedTuple):
@@ -257,6 +264,11 @@ class LossDefinition(Configured):
 
         ``inputs`` follow :meth:`inputs` (positionally or by name); ``params`` holds the
         trainable auxiliaries (``init_params``). See the class docstring for the math.
+
+        Half-precision scores (float16, bfloat16) are computed in the loss's float dtype
+        (that of its state or auxiliaries; float32 without them), as mixed-precision training
+        computes its losses: the returned loss has that dtype, and gradients flow back to
+        the scores in theirs. A batch without examples returns 0 and changes no state.
         """
         bound = self.bind(inputs, named)
         self._check_containers(state, params)
@@ -267,11 +279,10 @@ class LossDefinition(Configured):
                                     *(f"params.{f}" for f in params._fields)))
         xp = backend.namespace
         checked, valid, empty = _validation.check_inputs(self, backend, bound, xp=xp)
+        checked = self._widen_half(checked, (*state, *params), xp)
         step = Step(backend, xp, valid)
-        if empty:  # no example: a defined zero loss, connected to the scores, state untouched
-            scores = next(v for spec in self.inputs() if spec.kind == "score"
-                          for v in [checked[spec.name]] if v is not None)
-            return xp.sum(scores) * 0, state
+        if empty:
+            return self._empty_loss(checked, params, xp), state
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
             return loss, new_state
@@ -279,6 +290,62 @@ class LossDefinition(Configured):
 
     def _loss(self, step: Step, state: Any, params: Any, **inputs: Array) -> tuple[Array, Any]:
         raise NotImplementedError
+
+    def _widen_half(self, checked: dict[str, Array], containers: tuple[Array, ...], xp: Any,
+                    ) -> dict[str, Array]:
+        """Score and data inputs of fewer than 32 bits, cast to the loss's float dtype: their
+        sums over a batch overflow or underflow (float16 tops at 65504, its normal numbers
+        start at 6e-5), and TensorFlow does not promote them against float32 auxiliaries."""
+        widened = None
+        for spec in self.inputs():
+            x = checked[spec.name]
+            if spec.kind in ("score", "data") and x is not None and xp.finfo(x.dtype).bits < 32:
+                if widened is None:
+                    widened = next((v.dtype for v in containers
+                                    if xp.isdtype(v.dtype, "real floating")), xp.float32)
+                    checked = dict(checked)
+                checked[spec.name] = xp.astype(x, widened)
+        return checked
+
+    def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:
+        """The loss of a batch without examples: 0, in the scores' dtype, connected to the
+        scores and the trainable auxiliaries so that every framework returns finite zero
+        gradients (not ``None``) and optimizers see an ordinary step."""
+        scores = next(v for spec in self.inputs() if spec.kind == "score"
+                      for v in [checked[spec.name]] if v is not None)
+        zero = xp.sum(scores) * 0
+        for value in params:
+            if xp.isdtype(value.dtype, "real floating"):
+                zero = zero + xp.astype(xp.sum(value), zero.dtype) * 0
+        return zero
+
+    def check_batch(self, *inputs: Array, **named: Array) -> None:
+        """Run every check of :meth:`apply` on one batch now, on the host; raise if it fails.
+
+        ``apply`` raises by itself on host-readable arrays; call this on the batch *before* a
+        compiled step (``jax.jit``, ``tf.function``), where the checks can only turn a bad
+        batch into a NaN loss. It also catches what a framework's conversion would hide: JAX
+        without ``jax_enable_x64`` turns a numpy int64 index into int32 at the jit boundary,
+        so 2**32 becomes 0 — check the numpy batch first.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As :meth:`apply`.
+        """
+        bound = self.bind(inputs, named)
+        present = {name: value for name, value in bound.items() if value is not None}
+        backend = backend_of(*present.values(), names=tuple(present))
+        _validation.check_inputs(self, backend, bound, xp=backend.namespace)
+
+    def upgrade_state(self, arrays: Mapping[str, Any]) -> dict[str, Any]:
+        """An exported state in an older layout, converted to this version's keys.
+
+        ``load_state`` of every adapter calls it before validating; the default returns the
+        arrays unchanged. A loss whose state layout changed overrides it to convert (or to
+        raise, saying how to convert) the old keys.
+        """
+        return dict(arrays)
 
     def _check_containers(self, state: Any, params: Any) -> None:
         for value, kind, what in ((state, self.state_type, "state"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import focus_rows
+from .._state import focus_rows, key_gaps
 from ._base import Input, LossDefinition, Step
 
 __all__ = ["BinaryLoss", "PositiveRows"]
@@ -22,20 +22,35 @@ class PositiveRows(NamedTuple):
 
     ``rows`` (B,) is the index with every non-positive position pointed at one positive's row
     (:func:`xrisk._state.focus_rows`), so a step touches n+ rows of a large table; ``anchor``
-    (1,) is that positive's position; ``pooling`` (B, B) averages the batch quantities of
-    positives that share one dataset index (row i: 1/count at the positions of i's duplicates
-    among the positives, 0 elsewhere; all-zero rows for negatives).
+    (1,) is that positive's position; ``same`` (B, B) is 1 where positions i and j are both
+    positives with one dataset index, 0 elsewhere (symmetric; all-zero rows and columns for
+    negatives); ``count`` (B,) its row sums floored at 1 (a positive's number of duplicates
+    in the batch, itself included).
     """
 
     rows: Array
     anchor: Array
-    pooling: Array
+    same: Array
+    count: Array
+
+    @property
+    def pooling(self) -> Array:
+        """(B, B) averaging matrix: row i is ``same[i] / count[i]`` (all-zero for negatives)."""
+        return self.same / self.count[:, None]
 
     def pool(self, values: Array, xp: Any) -> Array:
-        """Per-position mean of ``values`` (B,) or (B, C) over each positive's duplicates."""
+        """Per-position mean of ``values`` (B,) or (B, C) over each positive's duplicates
+        (0 at negatives).
+
+        Computed as (C, B) @ (B, B) products, ``same`` being symmetric: the (B, B) @ (B, C)
+        product with a small C takes a path of CPU BLAS several times slower.
+        """
         if len(values.shape) == 1:
-            return xp.sum(self.pooling * xp.expand_dims(values, 0), axis=1)
-        return self.pooling @ values
+            return xp.reshape(xp.expand_dims(values, 0) @ self.same, (-1,)) / self.count
+        width = values.shape[1]
+        columns = xp.stack([values[:, k] for k in range(width)], axis=0) @ self.same
+        return (xp.stack([columns[k] for k in range(width)], axis=1)
+                / xp.expand_dims(self.count, 1))
 
     def spread(self, new: Array, old: Array, positive: Array, xp: Any) -> Array:
         """Rows to write: ``new`` at positives, ``old`` elsewhere, and every non-positive
@@ -56,10 +71,13 @@ class BinaryLoss(LossDefinition):
     """
 
     num_samples: int | None = None
+    #: Range of scores the math expects: ``(0.0, 1.0)`` for losses of probabilities (sigmoid
+    #: outputs), so host-checked scores outside it warn once; ``None`` for losses of logits.
+    score_interval: tuple[float, float] | None = None
 
     def inputs(self) -> tuple[Input, ...]:
         return (
-            Input("scores", ("batch",), "score"),
+            Input("scores", ("batch",), "score", interval=self.score_interval),
             Input("labels", ("batch",), "label"),
             Input("index", ("batch",), "index", keys="sample",
                   optional=self.num_samples is None),
@@ -72,9 +90,19 @@ class BinaryLoss(LossDefinition):
     def positive_rows(self, step: Step, index: Array, positive: Array) -> PositiveRows:
         """The rows of the positives of a batch (see :class:`PositiveRows`)."""
         xp = step.xp
-        rows, anchor = focus_rows(index, positive > 0, xp=xp)
-        same = xp.astype(xp.expand_dims(index, 1) == xp.expand_dims(index, 0), positive.dtype)
-        same = same * xp.expand_dims(positive, 0) * xp.expand_dims(positive, 1)
+        keep = positive > 0
+        rows, anchor = focus_rows(index, keep, xp=xp)
+        # Keys: the dataset index at positives; elsewhere a negative number that no key on
+        # the other axis has (rows -1 - i, columns -1 - B - j), so that one float test
+        # (key_gaps) gives "both positive, one dataset index" without mask products.
+        batch = index.shape[0]
+        positions = xp.arange(batch, dtype=index.dtype)
+        gaps = key_gaps(xp.where(keep, index, -1 - positions),
+                        xp.where(keep, index, -1 - batch - positions),
+                        bound=max(self.num_samples or 0, 2 * batch), xp=xp,
+                        dtype=positive.dtype)
+        same = 1 - xp.clip(gaps, None, 1)
+        if same.dtype != positive.dtype:
+            same = xp.astype(same, positive.dtype)
         count = xp.sum(same, axis=1)
-        pooling = same / xp.expand_dims(xp.maximum(count, xp.ones_like(count)), 1)
-        return PositiveRows(rows, anchor, pooling)
+        return PositiveRows(rows, anchor, same, xp.maximum(count, xp.ones_like(count)))

@@ -16,8 +16,12 @@ returned value gives the FCCO gradient estimate (libauc-reference.md §4.4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from .._inputs import to_numpy
 from .._state import StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
@@ -100,6 +104,7 @@ class APLoss(BinaryLoss):
     """
 
     state_type = APState
+    score_interval = (0.0, 1.0)
 
     def __init__(
         self,
@@ -119,42 +124,78 @@ class APLoss(BinaryLoss):
     def state_tables(self) -> dict[str, StateTable]:
         return {"u": StateTable("sample", (2,))}
 
+    def upgrade_state(self, arrays: Mapping[str, Any]) -> dict[str, Any]:
+        """Stack the two vectors of LibAUC's and xrisk 0.1's layout, ``u_all`` and ``u_pos``
+        (each (num_samples,) or (num_samples, 1)), into this version's ``u`` (num_samples, 2)."""
+        out = dict(arrays)
+        legacy = [key for key in ("u_all", "u_pos") if key in out]
+        if not legacy or "u" in out:
+            return out
+        recipe = ("Fix: convert the old layout, state = {'u': np.stack([np.ravel(u_all), "
+                  "np.ravel(u_pos)], axis=1)}, then load_state(state).")
+        if len(legacy) == 1:
+            raise ValueError(
+                f"APLoss: the state holds {legacy[0]!r} of the old (LibAUC / xrisk 0.1) layout "
+                f"without its pair; expected both 'u_all' and 'u_pos', or 'u'. {recipe}")
+        u_all, u_pos = (to_numpy(out.pop(key)) for key in ("u_all", "u_pos"))
+        shapes = (np.shape(u_all), np.shape(u_pos))
+        if np.size(u_all) != np.size(u_pos) or not all(
+                len(s) == 1 or (len(s) == 2 and s[1] == 1) for s in shapes):
+            raise ValueError(
+                f"APLoss: old-layout state with u_all of shape {shapes[0]} and u_pos of shape "
+                f"{shapes[1]}; expected two (num_samples,) or (num_samples, 1) arrays of one "
+                f"length. {recipe}")
+        out["u"] = np.stack([np.reshape(u_all, -1), np.reshape(u_pos, -1)], axis=1)
+        return out
+
     def _loss(self, step: Step, state: APState, params: Any, scores: Array, labels: Array,
               index: Array) -> tuple[Array, APState]:
         xp, stop = step.xp, step.stop
         positive = xp.astype(labels, scores.dtype)
         batch = scores.shape[0]
-        column = xp.expand_dims  # (B,) -> (B, 1) with axis=1, (1, B) with axis=0
 
-        pair_loss = surrogate_loss(
-            self.surrogate, column(scores, 1) - column(scores, 0),
+        # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any example.
+        # s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B negation.
+        pair = surrogate_loss(
+            self.surrogate, xp.expand_dims(scores, 0) + xp.expand_dims(-scores, 1),
             margin=self.margin, scale=self.scale, xp=xp,
-        )  # (B, B): row i is the positive candidate, column j any example
-        fixed = stop(pair_loss)
-        batch_all = xp.sum(fixed, axis=1) / batch  # (B,)
-        batch_pos = xp.sum(fixed * column(positive, 0), axis=1) / batch
+        )  # (B, B)
+        # Both inner sums of every candidate, sum_j l_ij and sum_j l_ij y_j, in one (2, B) @
+        # (B, B) product: the fast path of matrix products (the (B, B) @ (B, 2) form is several
+        # times slower). Its gradient is the FCCO estimate below, so the pair matrix is
+        # reduced once, forward and backward.
+        sums = xp.stack([xp.ones_like(positive), positive], axis=0) @ pair  # (2, B)
 
         # The state is written for positives only, so only their rows are read and written;
         # positives that share a dataset index pool their estimates (the duplicate rule).
         rows = self.positive_rows(step, index, positive)
-        estimate = rows.pool(xp.stack([batch_all, batch_pos], axis=1), xp)  # (B, 2)
-        old = xp.astype(xp.take(state.u, rows.rows, axis=0), scores.dtype)
+        pooled = (stop(sums) / batch) @ rows.same / rows.count  # (2, B); same is symmetric
+        estimate = xp.stack([pooled[0], pooled[1]], axis=1)  # (B, 2): u_all, u_pos
+        old = _in_dtype(xp.take(state.u, rows.rows, axis=0), scores.dtype, xp)
         new = rows.spread((1 - self.gamma) * old + self.gamma * estimate, old, positive, xp)
         new_state = APState(u=step.write_rows(state.u, rows.rows, new, old))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
-        stored = xp.astype(xp.astype(new, state.u.dtype), scores.dtype)
+        stored = new if new.dtype == state.u.dtype else _in_dtype(
+            xp.astype(new, state.u.dtype), scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
         # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
-        # tiny margin underflows in float32: floor it so the weight stays finite.
-        floor = xp.asarray(1e-18, dtype=scores.dtype)
+        # tiny margin or a half-precision dtype underflows it: floor it at the square root of
+        # the smallest normal number of the scores' dtype, so that u_all**2 stays normal and
+        # the weight (at most 1 / floor) finite (float32: 1.1e-19, float16: 7.8e-3).
+        tiny = float(xp.finfo(scores.dtype).smallest_normal)
+        floor = xp.asarray(tiny**0.5, dtype=scores.dtype)
         safe_all = xp.where(positive > 0, xp.maximum(u_all, floor), xp.ones_like(u_all))
-        weights = (column(u_pos, 1) - column(u_all, 1) * column(positive, 0)) / column(
-            safe_all * safe_all, 1
-        )
-        weights = stop(weights * column(positive, 1))
+        inverse = positive / (safe_all * safe_all)  # 0 at negatives
+        # w_ij = (u_pos_i - u_all_i y_j) / u_all_i^2 for positives i, so
+        # sum_ij w_ij l_ij = sum_i [u_pos_i sum_j l_ij - u_all_i sum_j l_ij y_j] / u_all_i^2.
+        coefficients = stop(xp.stack([u_pos, -u_all], axis=0) * xp.expand_dims(inverse, 0))
         num_positive = xp.sum(positive)
-        loss = xp.sum(weights * pair_loss) / (xp.maximum(num_positive, xp.ones_like(num_positive))
-                                               * batch)
+        loss = xp.sum(coefficients * sums) / (xp.maximum(num_positive, xp.ones_like(num_positive))
+                                              * batch)
         return loss, new_state
 
+
+def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
+    """``x`` in ``dtype``, without the copy ``astype`` makes when it already has it."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)

@@ -81,6 +81,7 @@ class AUCMLoss(BinaryLoss):
     """
 
     params_type = AUCMParams
+    score_interval = (0.0, 1.0)
 
     def __init__(
         self, *, margin: float = 1.0, version: str = "v1", imratio: float | None = None
