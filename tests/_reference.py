@@ -1,8 +1,8 @@
-"""Independent numpy float64 references, written from libauc-reference.md with plain loops.
+"""Independent numpy float64 references, written from LibAUC 2.0.1's math with plain loops.
 
 They share no code with xrisk: losses return the value, the analytic gradient with respect
 to the scores (and auxiliaries) and the new state; the optimizer is a step-by-step copy of
-the update rules of libauc-reference.md §5.1-5.3 and §5.6 (with xrisk's documented choices,
+LibAUC 2.0.1's update rules (SGD/Adam core, PESG, PDSCA; with xrisk's documented choices,
 listed in :class:`ClippedOptimizer`).
 """
 
@@ -90,7 +90,7 @@ def aucm_loss(scores, labels, a, b, alpha, *, margin, version, imratio=None):
 
 
 class ClippedOptimizer:
-    """Step-by-step numpy copy of LibAUC's optimizers (libauc-reference.md §5.1-5.3, §5.6).
+    """Step-by-step numpy copy of LibAUC 2.0.1's optimizers (SGD/Adam core, PESG, PDSCA).
 
     kind: "heavy_ball" (SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam), "AdamW", "PESG" or
     "PDSCA". With xrisk's documented choices: the reference point starts at the initial

@@ -1,7 +1,8 @@
 """Independent numpy float64 references for the classification losses (pAUC, AUC, CE, focal).
 
-Written with plain loops from libauc-reference.md §4.2 and §4.6-4.12 and xrisk's documented
-semantics; they share no code with xrisk (they are the oracle it is tested against).
+Written with plain loops from LibAUC 2.0.1's math (CompositionalAUCLoss, the pAUC losses,
+PairwiseAUCLoss, CrossEntropyLoss, FocalLoss) and xrisk's documented semantics; they share no
+code with xrisk (they are the oracle it is tested against).
 
 Every step function returns ``(loss, grad_scores, grad_params, new_state)``:
 
@@ -24,7 +25,7 @@ xrisk's documented rules, which differ from LibAUC on purpose in a few places:
 - A batch with no positive or no negative: loss 0, gradient 0, state unchanged.
 - ``gamma`` weights the NEW estimate: u <- (1 - gamma) u + gamma * new.
 - KL-DRO estimators are stored shifted, (u~, c) with u = u~ * exp(c), so exp never
-  overflows (LibAUC stores u and overflows once l / lam > ~88 in float32, bug B22); the
+  overflows (LibAUC stores u and overflows once l / lam > ~88 in float32); the
   shift c moves down as well as up with u (see ``_update_shifted_u``), so u~ never
   underflows either.
 
@@ -263,7 +264,7 @@ def tpauc_cvar(scores, labels, index, state, *, threshold, alpha, beta0, beta1, 
                surrogate_name, scale, stop_gradient_scores=None):
     """One STACO step (two-way pAUC via double CVaR); the surrogate's margin is ``threshold``.
 
-    Order (libauc-reference.md §4.9): p1_ij = 1{l_ij > s1_old}; tp_i = mean_j(l_ij p1_ij)
+    Order (LibAUC 2.0.1's tpAUC_CVaR_loss): p1_ij = 1{l_ij > s1_old}; tp_i = mean_j(l_ij p1_ij)
     / theta1 / theta0; u <- s1_old + mean_j max(l - s1_old, 0) / theta1; dual <- clip(dual +
     alpha (u - s2_old) / theta0, 0, 1); L = mean_i dual_i tp_i (new dual);
     s1 <- s1 - beta0 (dual / theta0)(1 - mean_j p1_ij / theta1);
@@ -350,7 +351,7 @@ def cross_entropy(logits, labels):
 
 def focal(logits, labels, *, alpha, gamma):
     """L = mean_i a_i (1 - p_t,i)^gamma BCE_i, a_i = alpha (y=1) or 1 - alpha (y=0),
-    p_t = exp(-BCE) (xrisk's per-sample weight; LibAUC: bug B14, reversed alpha).
+    p_t = exp(-BCE) (xrisk's per-sample weight; LibAUC 2.0.1 reverses alpha).
 
     d FL / dz = a g [(1-p_t)^gamma + gamma p_t BCE (1-p_t)^(gamma-1)], g = sigmoid(z) - y
     (the second term tends to 0 as p_t -> 1, and is 0 for gamma = 0).

@@ -105,7 +105,7 @@ STABLE_CASES = {
 @pytest.mark.parametrize("case", sorted(STABLE_CASES))
 def test_logits_of_100_are_stable_in_float32(framework, case):
     """exp(100) and exp(200) overflow float32: a naive log(1 + exp(.)) returns inf (LibAUC's
-    logistic surrogate, bug B22) and 1 - exp(-BCE) loses the focal weight; every framework
+    logistic surrogate) and 1 - exp(-BCE) loses the focal weight; every framework
     returns the float64 reference's finite loss and gradient in float32."""
     definition, reference = STABLE_CASES[case]
     loss, grad, _ = value_and_grad(framework, definition, LOGITS, LOGIT_LABELS, np.float32)
@@ -154,7 +154,7 @@ def test_focal_matches_the_reference_over_wide_logits(logits, data, alpha, gamma
 
 def test_focal_alpha_weighs_positives_per_example():
     """The paper's convention: alpha = 1 keeps positives only, alpha = 0 negatives only.
-    LibAUC (bug B14) weighs negatives by alpha, and its (B,) x (B, 1) broadcast averages
+    LibAUC 2.0.1 weighs negatives by alpha, and its (B,) x (B, 1) broadcast averages
     the weights over the batch, so both of these would be half of the whole loss there."""
     logits, labels = np.array([0.3, -1.2, 2.0, 0.7]), np.array([1, 0, 0, 1])
     per_example = np.array([ref.focal([z], [y], alpha=0.5, gamma=2.0)[0] * 2

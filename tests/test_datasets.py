@@ -24,7 +24,7 @@ from xrisk.samplers import TriSampler
 
 
 def test_imbalanced_generator_libauc_vector():
-    # libauc-reference.md 13.5: arange(100), 10 classes, imratio 0.1 -> 55 samples, 5 positives
+    # LibAUC 2.0.1's generator on arange(100), 10 classes, imratio 0.1 -> 55 samples, 5 positives
     x, y = ImbalancedDataGenerator(0.1, seed=0).transform(np.arange(100), np.arange(100) % 10)
     assert x.shape == (55,) and y.dtype == np.int64 and int(y.sum()) == 5
     assert ((x % 10 >= 5) == (y == 1)).all()  # classes 5..9 are positive

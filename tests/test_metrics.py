@@ -64,7 +64,7 @@ def test_multilabel_reductions():
     assert np.isnan(per[2:]).all()
     assert auroc(y, s) == pytest.approx(np.mean(per[:2]))
     ap = average_precision(y, s, average=None)
-    assert np.isnan(ap[2]) and ap[3] == pytest.approx(1.0)  # no positives: undefined (B17)
+    assert np.isnan(ap[2]) and ap[3] == pytest.approx(1.0)  # no positives: undefined (LibAUC: 0)
     assert average_precision(y, s) == pytest.approx(np.mean(ap[[0, 1, 3]]))
     pauc = one_way_partial_auroc(y, s, max_fpr=0.3, scale="mcclish", average=None)
     assert pauc[0] == pytest.approx(roc_auc_score(y1, s1, max_fpr=0.3))

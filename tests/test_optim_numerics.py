@@ -370,7 +370,7 @@ def _pdsca_history(framework, k=1, steps=6):
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
 def test_pdsca_cross_entropy_steps_leave_the_auxiliaries_alone_after_auc_steps(framework):
-    """k=1: steps 0, 2, 4 are cross-entropy steps. LibAUC's bug B6 makes steps 2 and 4 take
+    """k=1: steps 0, 2, 4 are cross-entropy steps. LibAUC 2.0.1's PDSCA makes steps 2 and 4 take
     the AUC branch (alpha moves); here they leave a, b and alpha as they were."""
     history = _pdsca_history(framework)
     np.testing.assert_array_equal(history[0], [0.0, 0.0, 0.0])

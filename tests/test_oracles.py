@@ -65,7 +65,7 @@ def test_ap_oracle_in_jax_too():
 
 
 def test_aucm_v2_vector_of_libauc_issue_74():
-    """libauc-reference.md §13.5: the intended v2 math gives 0.57625 (LibAUC's bug: 0.45125)."""
+    """LibAUC issue #74's example: the intended v2 math gives 0.57625 (LibAUC 2.0.1: 0.45125)."""
     loss_fn = xrisk.AUCMLoss(version="v2", margin=1.0)
     params = xrisk.AUCMParams(np.float64(0.3), np.float64(0.2), np.float64(0.5))
     value, _ = loss_fn.apply(loss_fn.init(xp=xp), np.array([0.1, 0.4, 0.35, 0.8]),

@@ -142,7 +142,7 @@ def test_sotas_gradient_equals_autodiff_of_the_two_way_objective(surrogate, lam,
 def test_logits_and_a_small_lambda_stay_finite_in_float32(framework, name):
     """Logits in [-20, 20] with lam = 0.1 and squared hinge: l / lam reaches 1.7e4. LibAUC's
     exp(l / lam) overflows float32 (> 88.7) at once, so its u, weights and loss are inf/NaN
-    (bug B22); the shifted estimators keep every output finite and u~ in its bounds."""
+    (in LibAUC 2.0.1); the shifted estimators keep every output finite and u~ in its bounds."""
     definition = CASES[name].make(8, {"lam": 0.1, "margin": 1.0,
                                       "surrogate": "squared_hinge", "scale": 1.0})
     rng = np.random.default_rng(11)

@@ -3,11 +3,11 @@
 The math of NDCG (SONG, K-SONG), listwise CE and the contrastive losses (SogCLR, iSogCLR,
 bimodal) comes in later issues; their *shapes* must fit the protocol now. Each is declared
 here as a small test-local :class:`~xrisk.losses.LossDefinition` with the inputs and state of
-libauc-reference.md §4.13-4.16 and design.md §3.1, and a trivial ``_loss`` that gathers the
-batch's rows, writes new rows with ``step.write_rows`` (a 2-D interaction index included) and
-returns a simple differentiable value. Checked in numpy, array-api-strict, torch, JAX (eager
-and ``jax.jit``) and TensorFlow (eager and ``tf.function``), through the adapters' generic
-base classes (``xrisk.<framework>.XRiskLoss(definition)``):
+LibAUC 2.0.1's ListwiseCELoss, NDCGLoss, GCLoss_v1 and GCLoss_v2, and a trivial ``_loss`` that
+gathers the batch's rows, writes new rows with ``step.write_rows`` (a 2-D interaction index
+included) and returns a simple differentiable value. Checked in numpy, array-api-strict,
+torch, JAX (eager and ``jax.jit``) and TensorFlow (eager and ``tf.function``), through the
+adapters' generic base classes (``xrisk.<framework>.XRiskLoss(definition)``):
 
 - allocation: shapes and fills of every state table from the declarations;
 - one step agrees across frameworks, and only the batch's rows change (O(batch) writes);
@@ -62,7 +62,7 @@ def _sigmoid(xp: Any, x: Array) -> Array:
 
 
 class _Ranking(LossDefinition):
-    """Shared declarations of the ranking family (§4.13-4.14): per query of a batch, the
+    """Shared declarations of the ranking family (ListwiseCE, NDCG): per query of a batch, the
     first ``num_positives`` of the ``candidates`` scores are its sampled relevant items."""
 
     def __init__(self, num_interactions: int, num_queries: int, num_items: int,
@@ -95,7 +95,7 @@ class ListwiseState(NamedTuple):
 
 
 class ListwiseCE(_Ranking):
-    """§4.13: predictions (Q, P+M) and the interaction ids of the positives (Q, P)."""
+    """ListwiseCELoss: predictions (Q, P+M) and the interaction ids of the positives (Q, P)."""
 
     state_type = ListwiseState
 
@@ -125,7 +125,7 @@ class SONGState(NamedTuple):
 
 
 class SONG(_Ranking):
-    """§4.14 SONG: scores, relevance, query, interaction, num_relevant, ideal_dcg."""
+    """NDCGLoss (SONG): scores, relevance, query, interaction, num_relevant, ideal_dcg."""
 
     state_type = SONGState
 
@@ -172,7 +172,8 @@ class KSONGState(NamedTuple):
 
 
 class KSONG(SONG):
-    """§4.14 K-SONG: SONG's inputs; λ_q and s_q keyed by query, weights from the old λ."""
+    """NDCGLoss with topk (K-SONG): SONG's inputs; λ_q and s_q keyed by query, weights from
+    the old λ."""
 
     state_type = KSONGState
 
@@ -198,7 +199,7 @@ class KSONG(SONG):
 
 
 class _Contrastive(LossDefinition):
-    """Shared declarations of the contrastive family (§4.15-4.16): two views and the
+    """Shared declarations of the contrastive family (GCLoss_v1, GCLoss_v2): two views and the
     dataset index of every pair."""
 
     def __init__(self, num_samples: int, *, temperature: float = TEMPERATURE,
@@ -226,7 +227,7 @@ class SogCLRState(NamedTuple):
 
 
 class SogCLR(_Contrastive):
-    """§4.15 unimodal SogCLR: u keyed by sample."""
+    """GCLoss_v1, unimodal SogCLR: u keyed by sample."""
 
     state_type = SogCLRState
 
@@ -256,7 +257,7 @@ class ISogCLRState(NamedTuple):
 
 
 class ISogCLR(SogCLR):
-    """§4.15 iSogCLR: adds τ_i and its momentum, keyed by sample."""
+    """GCLoss_v1, iSogCLR: adds τ_i and its momentum, keyed by sample."""
 
     state_type = ISogCLRState
 
@@ -284,7 +285,7 @@ class BimodalState(NamedTuple):
 
 
 class Bimodal(_Contrastive):
-    """§4.16 bimodal (image, text): u1, u2, b1, b2 keyed by sample."""
+    """GCLoss_v2, bimodal (image, text): u1, u2, b1, b2 keyed by sample."""
 
     state_type = BimodalState
     _names = (("u1", "b1", "tau_img", "grad_tau_img"), ("u2", "b2", "tau_txt", "grad_tau_txt"))
@@ -342,7 +343,8 @@ class BimodalIndividualState(NamedTuple):
 
 
 class BimodalIndividual(Bimodal):
-    """§4.16 with individual learnable temperatures (temperature_scheme='individual_learnable')."""
+    """GCLoss_v2 with individual learnable temperatures
+    (temperature_scheme='individual_learnable')."""
 
     state_type = BimodalIndividualState
 
@@ -392,7 +394,7 @@ DEFINITIONS = {
 NAMES = sorted(DEFINITIONS)
 RANKING = ("ListwiseCE", "SONG", "KSONG")
 
-# -- what the specs say (libauc-reference.md §4.13-4.16, design.md §3.1) -------------------
+# -- what LibAUC 2.0.1's ranking and contrastive losses take and keep ------------------------
 _SONG_INPUTS = (
     ("scores", ("queries", "candidates"), "score", None),
     ("relevance", ("queries", "positives"), "relevance", None),

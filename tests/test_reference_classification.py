@@ -206,7 +206,7 @@ def test_cross_entropy_and_focal_are_stable_for_large_logits():
 # --------------------------------------------------------------------------- naive LibAUC forms
 
 def naive_dro(u, scores, labels, index, *, gamma, lam, margin, name, scale):
-    """LibAUC §4.7 with raw exp, duplicates pooled: (loss, grad, new u (N,))."""
+    """LibAUC 2.0.1's pAUC_DRO_Loss with raw exp, duplicates pooled: (loss, grad, new u (N,))."""
     pos, neg = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
     value, slope = surrogate(name, scores[pos][:, None] - scores[neg][None, :], margin, scale)
     expo = np.exp(value / lam)
@@ -222,7 +222,8 @@ def naive_dro(u, scores, labels, index, *, gamma, lam, margin, name, scale):
 
 
 def naive_kl(u, w, scores, labels, index, *, tau, lam, gammas, margin, name, scale):
-    """LibAUC §4.8 with raw exp and powers, duplicates pooled: (loss, grad, u, w)."""
+    """LibAUC 2.0.1's tpAUC_KL_Loss with raw exp and powers, duplicates pooled:
+    (loss, grad, u, w)."""
     pos, neg = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
     value, slope = surrogate(name, scores[pos][:, None] - scores[neg][None, :], margin, scale)
     expo = np.exp(value / lam)
@@ -281,7 +282,7 @@ def test_cvar_loops_equal_vectorised_libauc_without_duplicates(batch, surrogate_
     assume(len(pos) <= NUM_POS_ROWS)
     index = index.copy()
     index[pos] = rng.permutation(NUM_POS_ROWS)[:len(pos)]  # no duplicates: LibAUC's case
-    # SOPA (§4.6)
+    # SOPA (pAUC_CVaR_Loss)
     thr = rng.uniform(0, 1, NUM_SAMPLES)
     loss, _, _, new = ref.pauc_cvar(scores, labels, index, {"threshold": thr}, beta=0.5,
                                     eta=0.2, margin=1.0, surrogate_name=surrogate_name,
@@ -293,7 +294,7 @@ def test_cvar_loops_equal_vectorised_libauc_without_duplicates(batch, surrogate_
     expected = thr.copy()
     expected[index[pos]] -= 0.2 * (1 - mask.sum(1) / (0.5 * value.shape[1]))
     assert_allclose(new["threshold"], expected, rtol=1e-12)
-    # STACO (§4.9)
+    # STACO (tpAUC_CVaR_Loss)
     state = ref.init_tpauc_cvar(NUM_SAMPLES)
     state["u"][:, 1:] = rng.uniform(0, 1, (NUM_SAMPLES, 2))
     state["s2"] = np.array(0.3)
@@ -446,7 +447,7 @@ def test_one_class_batch_is_a_no_op(name, labels):
 def test_stable_forms_stay_finite_for_logits_and_small_lambda(batch, gamma, tau,
                                                               surrogate_name):
     """lam = 0.1 and logits in [-20, 20]: l/lam reaches 1.7e4, far past exp's range (LibAUC
-    overflows, B22); every output stays finite and within float32's range."""
+    overflows); every output stays finite and within float32's range."""
     scores, labels, index, rng = batch
     big = np.finfo(np.float32).max
     dro, kl = ref.init_pauc_dro(NUM_SAMPLES), ref.init_tpauc_kl(NUM_SAMPLES)

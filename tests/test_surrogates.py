@@ -1,4 +1,4 @@
-"""Surrogates: LibAUC's formulas (libauc-reference.md §3), the logistic without overflow."""
+"""Surrogates: LibAUC 2.0.1's formulas, the logistic without overflow."""
 
 from __future__ import annotations
 

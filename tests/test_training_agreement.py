@@ -26,7 +26,7 @@ from tests._reference_classification import compositional_auc
 NUM_SAMPLES, NUM_FEATURES, STEPS, REGULARIZER_AT = 20, 3, 6, 3
 REQUIRED = object()
 
-#: LibAUC 2.0.1's defaults (libauc-reference.md §1.2), in xrisk's spelling (lr ->
+#: LibAUC 2.0.1's optimizer defaults, in xrisk's spelling (lr ->
 #: learning_rate, lr0 -> ce_learning_rate; SOPA's unused eta dropped); written from the
 #: reference, not from xrisk.
 LIBAUC_DEFAULTS = {

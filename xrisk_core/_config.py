@@ -8,7 +8,9 @@ checks (and, on the adapters, be silently shadowed). Assigning raises and says h
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, ClassVar
+
+from ._libauc_names import check_libauc_arguments
 
 __all__ = ["Configured"]
 
@@ -19,10 +21,12 @@ class _FreezeAfterInit(type):
     def __init__(cls, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The constructor's signature, not this metaclass's __call__, is what help() shows.
-        init = inspect.signature(cls.__init__)
+        init = inspect.signature(getattr(cls, "__init__"))  # noqa: B009  (mypy: instance access)
         cls.__signature__ = init.replace(parameters=list(init.parameters.values())[1:])
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if getattr(cls, "_libauc_names", False):  # before __init__, so before Python's error
+            check_libauc_arguments(cls.__name__, kwargs, cls.__signature__.parameters)
         instance = super().__call__(*args, **kwargs)
         object.__setattr__(instance, "_frozen", True)
         return instance
@@ -32,6 +36,10 @@ class Configured(metaclass=_FreezeAfterInit):
     """Validated hyper-parameters kept as read-only attributes named like the arguments."""
 
     _frozen = False
+    #: Whether a LibAUC argument name (``data_len=``, ``surr_loss=``, ...) raises a TypeError
+    #: that names the xrisk spelling (:mod:`xrisk._libauc_names`); the loss definitions set
+    #: it, the optimizer rules explain their own LibAUC names.
+    _libauc_names: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

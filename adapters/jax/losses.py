@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -38,14 +38,15 @@ from xrisk._adapter_support import (
     dtype_name,
     refuse_assignment,
 )
+from xrisk._libauc_names import guard_init
 from xrisk.losses import NO_PARAMS
 from xrisk.losses.pauc import pauc_class_name
 
 # One class per entry of the core registry (a missing one fails this import).
 __all__ = ["XRiskLoss", "StatefulLoss", "checked", *xrisk.LOSSES, "pAUCLoss"]
 
-DType = str | Any | None
-Device = Any
+DType: TypeAlias = str | Any | None
+Device: TypeAlias = Any
 
 
 class XRiskLoss:
@@ -61,6 +62,8 @@ class XRiskLoss:
         super().__init_subclass__(**kwargs)
         if "definition_type" in cls.__dict__:
             cls.__doc__ = compose_doc(cls.__doc__, cls.definition_type)
+        if "__init__" in cls.__dict__:  # LibAUC names (data_len=, surr_loss=, ...) name ours
+            cls.__init__ = guard_init(cls.__init__)  # type: ignore[method-assign]
 
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:

@@ -11,7 +11,7 @@ definition's declarations.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import tensorflow as tf
@@ -26,13 +26,14 @@ from xrisk._adapter_support import (
     dtype_name,
     refuse_assignment,
 )
+from xrisk._libauc_names import guard_init
 from xrisk.losses.pauc import pauc_class_name
 
 # One class per entry of the core registry (a missing one fails this import).
 __all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss"]
 
-DType = str | tf.dtypes.DType | None
-Device = str | None
+DType: TypeAlias = str | tf.dtypes.DType | None
+Device: TypeAlias = str | None
 
 
 class XRiskLoss(LossContainer, tf.Module):
@@ -48,6 +49,8 @@ class XRiskLoss(LossContainer, tf.Module):
         super().__init_subclass__(**kwargs)
         if "definition_type" in cls.__dict__:
             cls.__doc__ = compose_doc(cls.__doc__, cls.definition_type)
+        if "__init__" in cls.__dict__:  # LibAUC names (data_len=, surr_loss=, ...) name ours
+            cls.__init__ = guard_init(cls.__init__)  # type: ignore[method-assign]
 
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:

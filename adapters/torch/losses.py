@@ -10,7 +10,7 @@ examples: :class:`XRiskLoss` reads everything else from the core definition's de
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import torch
@@ -26,13 +26,14 @@ from xrisk._adapter_support import (
     dtype_name,
     refuse_assignment,
 )
+from xrisk._libauc_names import guard_init
 from xrisk.losses.pauc import pauc_class_name
 
 # One class per entry of the core registry (a missing one fails this import).
 __all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss"]
 
-DType = str | torch.dtype | None
-Device = str | torch.device | None
+DType: TypeAlias = str | torch.dtype | None
+Device: TypeAlias = str | torch.device | None
 
 
 class XRiskLoss(LossContainer, nn.Module):
@@ -48,6 +49,8 @@ class XRiskLoss(LossContainer, nn.Module):
         super().__init_subclass__(**kwargs)
         if "definition_type" in cls.__dict__:
             cls.__doc__ = compose_doc(cls.__doc__, cls.definition_type)
+        if "__init__" in cls.__dict__:  # LibAUC names (data_len=, surr_loss=, ...) name ours
+            cls.__init__ = guard_init(cls.__init__)  # type: ignore[method-assign]
 
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:

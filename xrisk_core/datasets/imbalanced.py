@@ -7,19 +7,18 @@ from typing import Any
 import numpy as np
 
 from .._inputs import class_labels, to_numpy
+from .._validation import check_interval
 from ..samplers._base import check_seed
 
 __all__ = ["ImbalancedDataGenerator"]
 
 
 def _check_imratio(imratio: object) -> float:
-    ok = isinstance(imratio, int | float | np.floating) and not isinstance(imratio, bool)
-    if not ok or not 0 < imratio <= 0.5:  # type: ignore[operator]
-        raise ValueError(
-            f"ImbalancedDataGenerator: imratio={imratio!r}; expected the share of positives, "
-            "a number in (0, 0.5]. Fix: e.g. imratio=0.1 for 10 % positives."
-        )
-    return float(imratio)  # type: ignore[arg-type]
+    return float(check_interval(
+        "ImbalancedDataGenerator", "imratio", imratio, low=0.0, high=0.5, low_open=True,
+        high_open=False, expected="the share of positives, a number in (0, 0.5]",
+        fix="pass e.g. imratio=0.1 for 10 % positives", type_error=ValueError,
+    ))
 
 
 class ImbalancedDataGenerator:

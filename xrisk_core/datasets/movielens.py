@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_count
+from .._validation import check_choice, check_count
 from ..metrics.ranking import ideal_dcg
 from ..samplers._base import check_seed
 from ..samplers._interactions import Interactions
@@ -46,9 +46,7 @@ class MovieLens:
 
     def interactions(self, split: str = "train") -> np.ndarray:
         """Rows ``(user, item, rating)`` of a split, shape (n, 3), for ``TriSampler`` ranking."""
-        if split not in _SPLITS:
-            raise ValueError(f"MovieLens: split={split!r}; expected one of {_SPLITS}.")
-        return self.splits[split]
+        return self.splits[check_choice("MovieLens", "split", split, _SPLITS)]
 
     def eval_candidates(
         self, split: str = "test", *, num_negatives: int = 100, seed: int = 0
@@ -73,8 +71,8 @@ class MovieLens:
         Pass ``relevance`` and the model's scores of ``items`` to
         :func:`xrisk.metrics.ndcg_at_k`.
         """
-        if split not in ("val", "test"):
-            raise ValueError(f"MovieLens: split={split!r}; expected 'val' or 'test'.")
+        split = check_choice("MovieLens", "split", split, ("val", "test"),
+                             fix="pass split='test', or split='val' for model selection")
         count = check_count("MovieLens", "num_negatives", num_negatives)
         rng = np.random.default_rng([check_seed("MovieLens", seed), _SPLITS.index(split)])
         rows = self.splits[split]

@@ -28,7 +28,7 @@ runs the host checks on a batch before it enters a compiled step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from .. import _validation
@@ -180,6 +180,7 @@ class LossDefinition(Configured):
 
     state_type: ClassVar[type] = NoState
     params_type: ClassVar[type] = NoParams
+    _libauc_names = True  # LibAUC argument names raise naming ours (xrisk._libauc_names)
 
     # -- declarations -------------------------------------------------------------------
     def inputs(self) -> tuple[Input, ...]:
@@ -194,6 +195,10 @@ class LossDefinition(Configured):
         """Size of every key space that index inputs and state tables use (``None``: an
         index that no state table uses, only checked to be >= 0)."""
         return {}
+
+    def table_sizes(self) -> dict[str, int]:
+        """Sizes of the key spaces that have one (those a state table may be keyed by)."""
+        return {name: size for name, size in self.key_spaces().items() if size is not None}
 
     def state_tables(self) -> dict[str, StateTable]:
         """Name -> :class:`StateTable` of every state entry, in ``state_type`` order."""
@@ -216,7 +221,7 @@ class LossDefinition(Configured):
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """Concrete shape of every state entry and auxiliary, by name."""
-        spaces = self.key_spaces()
+        spaces = self.table_sizes()
         shapes = {name: table.shape(spaces) for name, table in self.state_tables().items()}
         shapes.update({name: aux.shape for name, aux in self.auxiliaries().items()})
         return shapes
@@ -224,7 +229,7 @@ class LossDefinition(Configured):
     # -- pure functions -----------------------------------------------------------------
     def init(self, *, xp: Any, dtype: Any = None, device: Any = None) -> Any:
         """Allocate the initial state in namespace ``xp`` (default dtype ``xp.float32``)."""
-        values = allocate_state(self.state_tables(), self.key_spaces(), xp=xp,
+        values = allocate_state(self.state_tables(), self.table_sizes(), xp=xp,
                                 dtype=dtype or xp.float32, device=device)
         return self.state_type(**values)
 
@@ -288,8 +293,9 @@ class LossDefinition(Configured):
             return loss, new_state
         return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
 
-    def _loss(self, step: Step, state: Any, params: Any, **inputs: Array) -> tuple[Array, Any]:
-        raise NotImplementedError
+    #: ``_loss(step, state, params, **inputs) -> (loss, new_state)``: the math, implemented
+    #: by each loss with its declared inputs as keyword parameters.
+    _loss: Callable[..., tuple[Array, Any]]
 
     def _widen_half(self, checked: dict[str, Array], containers: tuple[Array, ...], xp: Any,
                     ) -> dict[str, Array]:

@@ -45,7 +45,8 @@ class AUCMLoss(BinaryLoss):
         means and suits a :class:`DualSampler` with a fixed positive share.
     imratio : float or None, default None
         Positive ratio p of v1. ``None`` uses the ratio of each batch (LibAUC's default);
-        a number is used as given (LibAUC 2.0.1 silently ignores it, bug B3).
+        a number is used as given (LibAUC 2.0.1 silently ignores it: its ``forward``
+        recomputes the ratio from every batch).
 
     Notes
     -----
@@ -58,11 +59,12 @@ class AUCMLoss(BinaryLoss):
     v2: :math:`\mathbb E_+[(s-a)^2] + \mathbb E_-[(s-b)^2]
     + 2\alpha\,(m + \mathbb E_-[s] - \mathbb E_+[s]) - \alpha^2`
 
-    v2 is the intended math, not LibAUC 2.0.1's (bug B1, issue #74, whose cross term is
-    :math:`(n_-/n)\mathbb E_-[s] - \mathbb E_+[s]`): for s = [0.1, 0.4, 0.35, 0.8],
-    y = [0, 0, 1, 1], a = 0.3, b = 0.2, α = 0.5 it gives 0.57625 (LibAUC: 0.45125).
-    Class means of an empty class are 0, so a one-class batch gives a finite loss (LibAUC:
-    NaN in v2). The value is a min-max objective and may be negative: monitor AUROC, not it.
+    v2 is the intended math, not LibAUC 2.0.1's (LibAUC issue #74: a misplaced parenthesis
+    makes its cross term :math:`(n_-/n)\mathbb E_-[s] - \mathbb E_+[s]`): for
+    s = [0.1, 0.4, 0.35, 0.8], y = [0, 0, 1, 1], a = 0.3, b = 0.2, α = 0.5 it gives 0.57625
+    (LibAUC: 0.45125). Class means of an empty class are 0, so a one-class batch gives a
+    finite loss (LibAUC: NaN in v2). The value is a min-max objective and may be negative:
+    monitor AUROC, not it.
 
     References
     ----------

@@ -7,7 +7,8 @@ r"""The stateless binary classification losses and the compositional AUC loss.
 
 All take scores (B,), labels (B,) in {0, 1} and an optional dataset index (B,), which is
 validated (integer, >= 0) but unused: they keep no per-sample state, so every loss of the
-binary family is called the same way (libauc-reference.md §4.2, §4.11, §4.12).
+binary family is called the same way (LibAUC 2.0.1's ``forward(y_pred, y_true)`` of these
+losses takes no index).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class PairwiseAUCLoss(BinaryLoss):
     ``margin`` and ``scale`` apart (``hparam=h`` is ``scale=h`` for ``logistic``,
     ``margin=h`` otherwise, ``margin, scale = h`` for ``barrier_hinge``). The logistic
     surrogate is computed stably (LibAUC overflows to inf for :math:`-s t \gtrsim 88` in
-    float32). LibAUC up to 2.0.0 paired example i with example i only (bug B18).
+    float32). LibAUC up to 2.0.0 paired example i with example i only instead of every
+    positive with every negative (fixed in 2.0.1).
 
     References
     ----------
@@ -183,7 +185,7 @@ class FocalLoss(BinaryLoss):
     no ``1 - exp`` cancellation, no ``0 ** (gamma - 1)`` in the gradient. No state;
     ``index`` is optional and unused.
 
-    Differences from LibAUC 2.0.1 (bug B14): LibAUC weighs *negatives* by ``alpha`` and
+    Differences from LibAUC 2.0.1: LibAUC weighs *negatives* by ``alpha`` and
     positives by ``1 - alpha`` (the reverse of the focal-loss paper), and its (B,) weights
     broadcast against (B, 1) losses into a (B, B) matrix, so it returns
     :math:`\overline{a}\cdot\frac1B\sum_i (1-p_{t,i})^\gamma\,\mathrm{BCE}_i` with the
@@ -261,13 +263,15 @@ class CompositionalAUCLoss(BinaryLoss):
     (lr0 and a weight average on cross-entropy steps, momentum on AUC-M steps), which reads
     ``k``. A batch with no example or with invalid values does not advance the counter.
 
-    Differences from LibAUC 2.0.1: ``imratio`` is used when given (LibAUC ignores it, bug
-    B3); v2 is the intended math (LibAUC's cross term is wrong, bug B1); ``k`` is fixed at
+    Differences from LibAUC 2.0.1: ``imratio`` is used when given (LibAUC recomputes the
+    ratio from every batch and ignores it); v2 is the intended math (LibAUC's v2 cross term
+    is :math:`(n_-/n)\,E_-[s] - E_+[s]` instead of :math:`E_-[s] - E_+[s]`, a misplaced
+    parenthesis, LibAUC issue #74); ``k`` is fixed at
     construction (LibAUC's ``forward(..., k=)`` override is dropped); ``backend`` is dropped
     (cross-entropy is the only backend); LibAUC's ``F.binary_cross_entropy`` raises on
-    scores outside [0, 1] and floors each log at -100, xrisk clips the scores instead. The
-    PDSCA bug B6 (cross-entropy steps take the AUC branch after the first AUC step) is the
-    optimizer's, not the loss's.
+    scores outside [0, 1] and floors each log at -100, xrisk clips the scores instead.
+    LibAUC's PDSCA lets cross-entropy steps take the AUC branch after the first AUC step;
+    that is the optimizer's behaviour, not the loss's (xrisk's PDSCA keeps the schedule).
 
     References
     ----------

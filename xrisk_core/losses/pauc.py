@@ -16,7 +16,7 @@ so that autodiff gives the algorithm's gradient estimate (not the pAUC itself).
 The KL estimators are stored shifted, :math:`u = \tilde u\,e^{c}`, with the log-shift
 :math:`c` following :math:`\log u` down as well as up, so neither ``exp`` overflows (LibAUC's
 raw :math:`e^{\ell/\lambda}` does once :math:`\ell/\lambda > 88` in float32: logits, small
-:math:`\lambda`; bug B22) nor :math:`\tilde u` underflows when the losses fall.
+:math:`\lambda`) nor :math:`\tilde u` underflows when the losses fall.
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ class pAUC_DRO_Loss(_PairwiseLoss):
     \sum_j e^{z_{ij} - c}`, which is exact and keeps :math:`\tilde u` in
     :math:`[\min(1, \gamma/(m\,n_-)), 1 + \gamma]` (m: the row's duplicates in the batch).
     So logits and a small :math:`\lambda` are fine in float32, where LibAUC's raw
-    :math:`e^{\ell/\lambda}` overflows (bug B22). With :math:`\gamma = 1` and the whole
+    :math:`e^{\ell/\lambda}` overflows to inf. With :math:`\gamma = 1` and the whole
     data set in one batch, the gradient is that of F.
 
     *Batches*: pass the dataset index of every example. Positives sharing one dataset index
@@ -536,9 +536,9 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
         s_2 &\leftarrow s_2 - \beta_1\Big(1 - \frac{1}{\theta_0 n_+}\textstyle\sum_{i\in P}
                \mathrm{dual}_{k_i}\Big)
 
-    with the updated duals in L, :math:`s_1` and :math:`s_2` (libauc-reference.md §4.9).
-    The index must hold every example's index; LibAUC crashes when it holds the positives'
-    only (``UnboundLocalError``, bug B12).
+    with the updated duals in L, :math:`s_1` and :math:`s_2` (LibAUC 2.0.1's order of
+    updates). The index must hold every example's index; LibAUC crashes when it holds the
+    positives' only (``UnboundLocalError``).
 
     *Batches*: pass the dataset index of every example. Positives sharing one dataset index
     pool their batch quantities (mean) and get one update; rows of negatives are never

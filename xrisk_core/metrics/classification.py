@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from .._inputs import binary_labels, preview, to_numpy
+from .._validation import check_choice, check_interval
 
 __all__ = ["auroc", "average_precision", "one_way_partial_auroc", "two_way_partial_auroc"]
 
@@ -53,8 +54,7 @@ def _reduce(
     A column is defined if it has a positive (and a negative when ``needs_negatives``);
     undefined columns are NaN in the per-column result and left out of the macro mean.
     """
-    if average not in _AVERAGES:
-        raise ValueError(f"{owner}: average={average!r}; expected one of {_AVERAGES}.")
+    check_choice(owner, "average", average, _AVERAGES)
     need = "positives and negatives" if needs_negatives else "a positive"
     columns = y.reshape(y.shape[0], -1)
     scores = s.reshape(s.shape[0], -1)
@@ -111,7 +111,7 @@ def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro
     """Average precision (step-wise area under the precision-recall curve, scikit-learn's).
 
     A column without positives is undefined: NaN per column and left out of the macro mean
-    (LibAUC 2.0.1 counts it as 0 in the mean, bug B17). Same parameters as :func:`auroc`.
+    (LibAUC 2.0.1 counts it as 0 in the mean). Same parameters as :func:`auroc`.
 
     Examples
     --------
@@ -125,21 +125,10 @@ def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro
     )
 
 
-def _check_interval(
-    owner: str, name: str, value: object, low: float, high: float, closed: str
-) -> float:
-    ok = isinstance(value, int | float | np.floating) and not isinstance(value, bool)
-    inside = ok and (
-        (low < value if closed == "right" else low <= value)  # type: ignore[operator]
-        and (value <= high if closed == "right" else value < high)  # type: ignore[operator]
-    )
-    if not inside:
-        interval = f"({low}, {high}]" if closed == "right" else f"[{low}, {high})"
-        raise ValueError(
-            f"{owner}: {name}={value!r}; expected a number in {interval}. Fix: e.g. "
-            f"{name}={0.3 if name == 'max_fpr' else 0.5}."
-        )
-    return float(value)  # type: ignore[arg-type]
+def _check_max_fpr(owner: str, max_fpr: object) -> float:
+    return float(check_interval(owner, "max_fpr", max_fpr, low=0.0, high=1.0, low_open=True,
+                                high_open=False, fix="pass e.g. max_fpr=0.3",
+                                type_error=ValueError))
 
 
 def _clipped_roc_area(y: np.ndarray, s: np.ndarray, max_fpr: float, min_tpr: float) -> float:
@@ -210,9 +199,8 @@ def one_way_partial_auroc(
     0.5
     """
     owner = "one_way_partial_auroc"
-    beta = _check_interval(owner, "max_fpr", max_fpr, 0.0, 1.0, "right")
-    if scale not in _SCALES_ONE_WAY:
-        raise ValueError(f"{owner}: scale={scale!r}; expected one of {_SCALES_ONE_WAY}.")
+    beta = _check_max_fpr(owner, max_fpr)
+    check_choice(owner, "scale", scale, _SCALES_ONE_WAY)
     y, s = _inputs(owner, y_true, y_score)
 
     def value(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -255,7 +243,8 @@ def two_way_partial_auroc(
     Without ties and with whole numbers ``m = beta n_neg`` and ``p = (1 - alpha) n_pos``, the
     normalised value is the AUROC of the ``p`` lowest-scored positives against the ``m``
     highest-scored negatives (Yang et al., 2021; LibAUC's estimator). It is defined for every
-    class size, including selections equal to a whole class (LibAUC 2.0.1 crashes there, B16).
+    class size, including selections equal to a whole class (LibAUC 2.0.1's two-way score
+    crashes in ``argpartition`` there).
 
     Examples
     --------
@@ -265,10 +254,10 @@ def two_way_partial_auroc(
     0.5
     """
     owner = "two_way_partial_auroc"
-    beta = _check_interval(owner, "max_fpr", max_fpr, 0.0, 1.0, "right")
-    alpha = _check_interval(owner, "min_tpr", min_tpr, 0.0, 1.0, "left")
-    if scale not in _SCALES_TWO_WAY:
-        raise ValueError(f"{owner}: scale={scale!r}; expected one of {_SCALES_TWO_WAY}.")
+    beta = _check_max_fpr(owner, max_fpr)
+    alpha = float(check_interval(owner, "min_tpr", min_tpr, low=0.0, high=1.0,
+                                 fix="pass e.g. min_tpr=0.5", type_error=ValueError))
+    check_choice(owner, "scale", scale, _SCALES_TWO_WAY)
     y, s = _inputs(owner, y_true, y_score)
     norm = beta * (1 - alpha) if scale == "normalized" else 1.0
 

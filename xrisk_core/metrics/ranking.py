@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import preview, to_numpy
+from .._validation import check_choice, check_count
 
 __all__ = ["ndcg_at_k", "map_at_k", "precision_at_k", "recall_at_k", "ideal_dcg"]
 
@@ -34,18 +35,10 @@ _GAINS = ("exponential", "linear")
 _AVERAGES = ("mean", None)
 
 
-def _choice(owner: str, name: str, value: object, choices: tuple[Any, ...]) -> Any:
-    if value not in choices:
-        raise ValueError(f"{owner}: {name}={value!r}; expected one of {choices}.")
-    return value
-
-
 def _check_k(owner: str, k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(
-            f"{owner}: k={k!r}; expected an integer >= 1 (the cut-off rank). Fix: e.g. k=10."
-        )
-    return int(k)
+    # ValueError for a non-integer k too: the metrics' contract since their first release.
+    return check_count(owner, "k", k, fix="pass the cut-off rank, e.g. k=10",
+                       type_error=ValueError)
 
 
 def _relevance(owner: str, values: np.ndarray) -> np.ndarray:
@@ -142,7 +135,7 @@ def ideal_dcg(relevance: Any, k: int | None = None, *, gain: str = "exponential"
     [7.6309]
     """
     owner = "ideal_dcg"
-    _choice(owner, "gain", gain, _GAINS)
+    check_choice(owner, "gain", gain, _GAINS)
     rel = _relevance(owner, to_numpy(relevance))
     rel = rel[None, :] if rel.ndim == 1 else rel
     cut = rel.shape[1] if k is None else _check_k(owner, k)
@@ -175,9 +168,9 @@ def _prepare(
     no_relevant: str,
     average: str | None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    _choice(owner, "ties", ties, _TIES)
-    _choice(owner, "no_relevant", no_relevant, _NO_RELEVANT)
-    _choice(owner, "average", average, _AVERAGES)
+    check_choice(owner, "ties", ties, _TIES)
+    check_choice(owner, "no_relevant", no_relevant, _NO_RELEVANT)
+    check_choice(owner, "average", average, _AVERAGES)
     cut = _check_k(owner, k)
     rel, sco, valid = _grouped(owner, relevance, scores, query_ids)
     return rel, _ranked(rel, sco, valid, ties), cut
@@ -224,7 +217,7 @@ def ndcg_at_k(
     0.6443
     """
     owner = "ndcg_at_k"
-    _choice(owner, "gain", gain, _GAINS)
+    check_choice(owner, "gain", gain, _GAINS)
     rel, ranked, cut = _prepare(owner, relevance, scores, query_ids, k, ties, no_relevant, average)
     ideal = _dcg(-np.sort(-rel, axis=1), cut, gain)
     undefined = ideal == 0
@@ -244,8 +237,8 @@ def precision_at_k(
     """Precision at k: ``(relevant items among the top k) / k`` per query.
 
     Defined for every query (0 when it has no relevant item). LibAUC 2.0.1 divides by
-    ``min(k, number relevant)`` and flattens multi-query input (bug B15). Parameters as in
-    :func:`ndcg_at_k`.
+    ``min(k, number relevant)`` and flattens multi-query input into one ranking. Parameters
+    as in :func:`ndcg_at_k`.
 
     Examples
     --------

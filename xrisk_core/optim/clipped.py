@@ -1,8 +1,9 @@
 r"""LibAUC's named optimizers that are one rule: clipped SGD/Adam with epoch decay.
 
 SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam and AdamW differ only in their defaults
-(libauc-reference.md §1.2, §5.1, §5.6): all the X-risk logic lives in the losses. Each class
-here only fixes the signature and defaults; the update is :class:`ClippedRule`'s.
+(LibAUC 2.0.1 gives them one shared update rule too): all the X-risk logic lives in the
+losses. Each class here only fixes the signature and defaults; the update is
+:class:`ClippedRule`'s.
 
 Examples
 --------

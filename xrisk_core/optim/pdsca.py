@@ -52,7 +52,7 @@ class PDSCA(UpdateRule):
     Step t (0-based) belongs to the cross-entropy (CE) phase when ``t mod 2k < k`` and to the
     AUC phase otherwise, with ``k`` read from the loss — the loss's own rule for choosing BCE
     or AUC-M. With :math:`d = \mathrm{clip}(g) + \lambda_{ed}(\theta-\theta_{ref})
-    + \lambda_{wd}\theta` (libauc-reference.md §5.3):
+    + \lambda_{wd}\theta` (LibAUC 2.0.1's PDSCA update):
 
     - CE phase: :math:`\theta \leftarrow \theta - \eta_0 d`; then, if beta1 > 0, the weight
       average ``wbuf`` (the first CE step sets it to θ; later
@@ -72,7 +72,7 @@ class PDSCA(UpdateRule):
     divide both learning rates by ``decay_factor`` (LibAUC's separate ``decay_factor0`` is
     dropped). LibAUC picks the branch by ``alpha.grad is None``; after the first AUC step
     ``alpha.grad`` stays set (``zero_grad`` does not see it), so every later step, CE steps
-    included, takes the AUC branch and updates α (bug B6). Here the schedule is the intended
+    included, takes the AUC branch and updates α. Here the schedule is the intended
     one. All of it is jit-safe: the phase is selected with ``where``.
 
     References

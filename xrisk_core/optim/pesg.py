@@ -45,7 +45,7 @@ class PESG(ClippedRule):
 
     Notes
     -----
-    Momentum (LibAUC's rule, libauc-reference.md §5.2): ``buf ← (1 - momentum)·buf +
+    Momentum (LibAUC 2.0.1's PESG rule): ``buf ← (1 - momentum)·buf +
     momentum·d`` (the first step takes d; momentum=0 uses d itself). Then, with the
     auxiliaries *updated* by this step (LibAUC's order):
 

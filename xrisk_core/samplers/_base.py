@@ -11,14 +11,13 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import operator
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_count
+from .._validation import check_count, check_interval
 
 __all__ = [
     "BaseSampler",
@@ -56,14 +55,12 @@ def resolve_num_pos(
             "(a count)."
         )
     if num_pos is None:
-        rate = 0.5 if sampling_rate is None else sampling_rate
-        ok = isinstance(rate, int | float | np.floating) and not isinstance(rate, bool)
-        if not ok or not 0 < rate < 1:  # type: ignore[operator]
-            raise ValueError(
-                f"{owner}: sampling_rate={rate!r}; expected a number in the open interval "
-                "(0, 1), the share of positives per batch. Fix: e.g. sampling_rate=0.2."
-            )
-        num_pos = max(1, int(float(rate) * batch_size))  # type: ignore[arg-type]
+        rate = check_interval(
+            owner, "sampling_rate", 0.5 if sampling_rate is None else sampling_rate, low=0.0,
+            high=1.0, low_open=True, expected="the share of positives per batch, a number in "
+            "(0, 1)", fix="pass e.g. sampling_rate=0.2", type_error=ValueError,
+        )
+        num_pos = max(1, int(rate * batch_size))
     count = check_count(owner, "num_pos", num_pos)
     if count > batch_size - 1:
         raise ValueError(
@@ -459,25 +456,9 @@ class BaseSampler:
 def _state_int(owner: str, key: str, value: object) -> int:
     """``state[key]`` as a non-negative int: Python/numpy integers and 0-d integer arrays
     (e.g. from ``np.load``) are accepted; bools, floats and strings are refused."""
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
-    number = None
-    if not isinstance(value, bool | np.bool_) and kind != "b":
-        try:
-            number = operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            number = None
-    if number is None:
-        raise TypeError(
-            f"{owner}: state[{key!r}]={value!r} (type {type(value).__name__}); expected an "
-            "integer >= 0. Fix: load the dict returned by state_dict() unchanged (its values "
-            "are ints; a JSON or YAML round trip keeps them)."
-        )
-    if number < 0:
-        raise ValueError(
-            f"{owner}: state[{key!r}]={number}; expected an integer >= 0. Fix: load the dict "
-            "returned by state_dict() unchanged."
-        )
-    return int(number)
+    return check_count(owner, f"state[{key!r}]", value, minimum=0,
+                       fix="load the dict returned by state_dict() unchanged (its values are "
+                           "ints; a JSON or YAML round trip keeps them)")
 
 
 def chunk(array: np.ndarray, axis: int, rank: int, world_size: int) -> np.ndarray:

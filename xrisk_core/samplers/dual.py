@@ -55,11 +55,12 @@ class DualSampler(BaseSampler):
     (LibAUC's length), so the larger share is seen about once and the other class is
     recycled. Each class is read from a stream of cycles: every cycle is a fresh permutation of
     the class, and a cycle's leftovers are used before the next cycle starts, so within a cycle
-    no item is lost or repeated (unlike LibAUC 2.0.1, bug B10). Each epoch starts a new stream
+    no item is lost or repeated (LibAUC 2.0.1 shuffles the leftover slice in place, a view of
+    the permutation, so some items are lost and others repeated). Each epoch starts a new stream
     at its first cycle. No index repeats inside a batch unless a class has fewer items than the
     batch asks for; then every item of that class appears ``k // n`` or ``k // n + 1`` times in
     the batch (``k`` asked, ``n`` available), which also covers ``num_neg > num_negatives``
-    (LibAUC crashes there, bug B11).
+    (LibAUC 2.0.1 crashes there).
 
     Every batch is a pure function of ``(seed, epoch, position)``; see
     :meth:`~xrisk.samplers.DualSampler.batch`, :meth:`set_epoch`, :meth:`state_dict`,

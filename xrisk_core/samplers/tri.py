@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import binary_labels, class_labels, preview, to_numpy
-from .._validation import check_count
+from .._validation import check_choice, check_count
 from ._base import (
     BATCH_STREAM,
     NEG_STREAM,
@@ -151,11 +151,8 @@ class TriSampler(BaseSampler):
         num_items: int | None = None,
     ) -> None:
         owner = self._owner
-        if mode not in _MODES:
-            raise ValueError(
-                f"{owner}: mode={mode!r}; expected one of {_MODES}. Fix: use "
-                "'classification' for multi-label targets or 'ranking' for interactions."
-            )
+        mode = check_choice(owner, "mode", mode, _MODES, fix="use 'classification' for "
+                            "multi-label targets or 'ranking' for interactions")
         self.mode = mode
         self._stackable = mode == "classification"
         self.batch_size_per_task = check_count(

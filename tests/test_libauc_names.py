@@ -1,0 +1,172 @@
+"""LibAUC argument names on the losses raise a TypeError that names the xrisk spelling.
+
+Checked for the core definitions and the three adapters' classes, for every argument of
+LibAUC 2.0.1's constructor of every registered loss: the arguments xrisk renamed or dropped
+raise with the xrisk spelling and a fix (which then works); the ones xrisk keeps are taken.
+The LibAUC signatures below are written from LibAUC 2.0.1's API, not from xrisk.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import jax
+import pytest
+
+import xrisk
+import xrisk.jax as xjax
+import xrisk.tensorflow as xtf
+import xrisk.torch as xtorch
+
+FRAMEWORKS = {"core": xrisk, "torch": xtorch, "tensorflow": xtf, "jax": xjax}
+
+#: LibAUC 2.0.1's constructor arguments of each registered loss, with example values.
+LIBAUC_ARGUMENTS = {
+    "APLoss": dict(data_len=8, gamma=0.9, margin=1.0, surr_loss="squared_hinge",
+                   device="cpu"),
+    "AUCMLoss": dict(margin=1.0, imratio=None, version="v1", device="cpu"),
+    "CompositionalAUCLoss": dict(margin=1.0, k=1, version="v1", imratio=None, backend="ce",
+                                 device="cpu"),
+    "pAUC_CVaR_Loss": dict(data_len=8, pos_len=4, num_neg=None, margin=1.0, beta=0.2, eta=0.1,
+                           surr_loss="squared_hinge", device="cpu"),
+    "pAUC_DRO_Loss": dict(data_len=8, gamma=0.9, margin=1.0, Lambda=1.0,
+                          surr_loss="squared_hinge", device="cpu"),
+    "tpAUC_KL_Loss": dict(data_len=8, tau=1.0, Lambda=1.0, gammas=(0.9, 0.9), margin=1.0,
+                          surr_loss="squared_hinge", device="cpu"),
+    # LibAUC's tpAUC_CVaR_loss (STACO)
+    "tpAUC_CVaR_Loss": dict(data_length=8, threshold=0.5, alpha=0.1, beta_0=0.1, beta_1=0.1,
+                            theta_0=0.5, theta_1=0.5, surr_loss="squared_hinge", device="cpu"),
+    "PairwiseAUCLoss": dict(surr_loss="logistic", hparam=1.0),
+    "CrossEntropyLoss": dict(),
+    "FocalLoss": dict(alpha=0.25, gamma=2, device="cpu"),
+}
+
+#: LibAUC name -> xrisk name (hparam: PairwiseAUCLoss's default surrogate is logistic, whose
+#: hparam is the scale).
+RENAMED = {"data_len": "num_samples", "data_length": "num_samples", "surr_loss": "surrogate",
+           "Lambda": "lam", "threshold": "margin", "hparam": "scale"}
+#: LibAUC names xrisk does not take -> what the message must say.
+DROPPED = {"pos_len": "Fix: drop pos_len=", "num_neg": "Fix: drop num_neg=",
+           "backend": "Fix: drop backend="}
+DEVICE = ("pass device= to the adapter loss (xrisk.torch.{loss}(..., device=...)); the core "
+          "definition has no device")
+
+
+def _cases(kind):
+    return [(loss, name) for loss, arguments in LIBAUC_ARGUMENTS.items() for name in arguments
+            if name in kind]
+
+
+def _build(framework, loss, **kwargs):
+    definition = xrisk.LOSSES[loss]
+    if "num_samples" in inspect.signature(definition).parameters:
+        kwargs.setdefault("num_samples", 8)
+    return getattr(FRAMEWORKS[framework], loss)(**kwargs)
+
+
+def test_the_table_covers_every_registered_loss():
+    assert set(LIBAUC_ARGUMENTS) == set(xrisk.LOSSES)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(("loss", "name"), _cases(RENAMED))
+def test_renamed_argument_names_the_xrisk_spelling_and_the_fix_works(framework, loss, name):
+    value = LIBAUC_ARGUMENTS[loss][name]
+    target = RENAMED[name]
+    kwargs = {name: value}
+    needs_size = "num_samples" in inspect.signature(xrisk.LOSSES[loss]).parameters
+    if target != "num_samples" and needs_size:
+        kwargs["num_samples"] = 8
+    with pytest.raises(TypeError) as raised:
+        getattr(FRAMEWORKS[framework], loss)(**kwargs)
+    message = str(raised.value)
+    assert message.startswith(f"{loss}: unexpected argument {name}={value!r}"), message
+    assert f"{name} is {target} in xrisk" in message, message
+    assert f"{loss}({target}=...)" in message, message
+    assert f"Fix: rename {name}= to {target}=" in message, message
+    built = _build(framework, loss, **{target: value})
+    assert getattr(built, target) == value
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(("surrogate", "targets"), [
+    (None, ("scale",)), ("logistic", ("scale",)), ("squared_hinge", ("margin",)),
+    ("hinge", ("margin",)), ("barrier_hinge", ("margin", "scale")),
+])
+def test_hparam_is_the_margin_or_the_scale_of_the_surrogate(framework, surrogate, targets):
+    kwargs = {"hparam": 2.0} if surrogate is None else {"surrogate": surrogate, "hparam": 2.0}
+    with pytest.raises(TypeError, match="hparam is " + " and ".join(targets) + " in xrisk"):
+        FRAMEWORKS[framework].PairwiseAUCLoss(**kwargs)
+    kwargs.pop("hparam")
+    built = FRAMEWORKS[framework].PairwiseAUCLoss(
+        **kwargs, **{target: 2.0 for target in targets})
+    assert all(getattr(built, target) == 2.0 for target in targets)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(("loss", "name"), _cases(DROPPED))
+def test_dropped_argument_says_why_and_how_to_fix(framework, loss, name):
+    with pytest.raises(TypeError) as raised:
+        _build(framework, loss, **{name: LIBAUC_ARGUMENTS[loss][name]})
+    message = str(raised.value)
+    assert message.startswith(f"{loss}: unexpected argument {name}="), message
+    assert DROPPED[name] in message, message
+
+
+@pytest.mark.parametrize(("loss", "name"), _cases({"device"}))
+def test_core_device_points_at_the_adapters(loss, name):
+    with pytest.raises(TypeError) as raised:
+        _build("core", loss, device="cuda")
+    message = str(raised.value)
+    assert message.startswith(f"{loss}: unexpected argument device='cuda'"), message
+    assert DEVICE.format(loss=loss) in message and "Fix: " in message, message
+
+
+ADAPTER_DEVICES = {"torch": "cpu", "tensorflow": "/CPU:0", "jax": jax.devices("cpu")[0]}
+
+
+@pytest.mark.parametrize("framework", ADAPTER_DEVICES)
+@pytest.mark.parametrize("loss", sorted(xrisk.LOSSES))
+def test_adapters_take_device(framework, loss):
+    _build(framework, loss, device=ADAPTER_DEVICES[framework])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("loss", sorted(LIBAUC_ARGUMENTS))
+def test_arguments_xrisk_keeps_are_taken_unchanged(framework, loss):
+    kept = {name: value for name, value in LIBAUC_ARGUMENTS[loss].items()
+            if name not in RENAMED and name not in DROPPED and name != "device"}
+    built = _build(framework, loss, **kept)
+    assert all(getattr(built, name) == value for name, value in kept.items())
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_other_unknown_arguments_keep_pythons_error(framework):
+    module = FRAMEWORKS[framework]
+    with pytest.raises(TypeError, match=re.escape("unexpected keyword argument 'data_len'")):
+        module.AUCMLoss(data_len=8)  # LibAUC's AUCMLoss has no data_len either
+    with pytest.raises(TypeError, match=re.escape("unexpected keyword argument 'colour'")):
+        module.APLoss(8, colour="red")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_pauc_front_door_and_subclasses_are_guarded(framework):
+    module = FRAMEWORKS[framework]
+    with pytest.raises(TypeError, match=r"data_len is num_samples in xrisk: pAUC_CVaR_Loss\("):
+        module.pAUCLoss("SOPA", data_len=8)
+
+    class MyAP(module.APLoss):
+        pass
+
+    with pytest.raises(TypeError, match=r"^MyAP: unexpected argument surr_loss='hinge'"):
+        MyAP(8, surr_loss="hinge")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("loss", sorted(xrisk.LOSSES))
+def test_the_guard_keeps_the_signatures(framework, loss):
+    parameters = inspect.signature(getattr(FRAMEWORKS[framework], loss)).parameters
+    core = inspect.signature(xrisk.LOSSES[loss]).parameters
+    assert list(parameters)[:len(core)] == list(core)
+    assert not any(p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in parameters.values())
