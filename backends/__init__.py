@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib
 import threading
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["BACKEND_NAMES", "backend_of", "get_backend", "MixedBackendsError"]
+__all__ = ["BACKEND_NAMES", "Backend", "backend_of", "get_backend", "MixedBackendsError"]
 
 BACKEND_NAMES = ("numpy", "array_api_strict", "torch", "jax", "tensorflow")
 
@@ -33,11 +33,33 @@ _lock = threading.Lock()
 _loaded: dict[str, ModuleType] = {}
 
 
+class Backend(Protocol):
+    """The backend contract: what each module of this package supplies (mypy checks the
+    modules against it wherever the core uses a backend)."""
+
+    name: str
+    has_autodiff: bool
+    namespace: Any  #: the array-API namespace (array-api-compat's, or the TensorFlow shim)
+    index_dtype: Any
+
+    def stop_gradient(self, x: Any) -> Any: ...
+
+    def write_rows(self, table: Any, index: Any, rows: Any) -> Any: ...
+
+    def device(self, x: Any) -> Any: ...
+
+    def inspectable(self, x: Any) -> bool: ...
+
+    def to_numpy(self, x: Any) -> Any: ...
+
+    def assert_all(self, ok: Any, message: str, values: Any) -> None: ...
+
+
 class MixedBackendsError(TypeError):
     """Arrays of two array libraries were passed to one call."""
 
 
-def get_backend(name: str) -> ModuleType:
+def get_backend(name: str) -> Backend:
     """Return the backend module called ``name`` (imported once, thread-safely)."""
     if name not in BACKEND_NAMES:
         raise ValueError(
@@ -51,7 +73,7 @@ def get_backend(name: str) -> ModuleType:
             if module is None:
                 module = importlib.import_module(f"{__name__}.{name}")
                 _loaded[name] = module
-    return module
+    return cast(Backend, module)
 
 
 def _name_of(array: Any) -> str | None:
@@ -59,7 +81,7 @@ def _name_of(array: Any) -> str | None:
     return _ROOT_TO_BACKEND.get(root)
 
 
-def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> ModuleType:
+def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> Backend:
     """Return the backend module shared by ``arrays``; ``None`` entries are skipped.
 
     Parameters
@@ -98,3 +120,17 @@ def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> ModuleType
     if not found:
         raise TypeError("No array was passed; expected at least one array argument.")
     return get_backend(next(iter(found)))
+
+
+if TYPE_CHECKING:  # mypy checks every backend module against the contract (no runtime import)
+    from . import array_api_strict as _strict
+    from . import jax as _jax
+    from . import numpy as _numpy
+    from . import tensorflow as _tensorflow
+    from . import torch as _torch
+
+    _NUMPY: Backend = _numpy
+    _STRICT: Backend = _strict
+    _TORCH: Backend = _torch
+    _JAX: Backend = _jax
+    _TENSORFLOW: Backend = _tensorflow

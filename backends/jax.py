@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as namespace
@@ -21,6 +22,10 @@ has_autodiff = True
 
 def _index_dtype() -> Any:
     return namespace.int64 if jax.config.read("jax_enable_x64") else namespace.int32
+
+
+if TYPE_CHECKING:
+    index_dtype: Any  # provided by the module __getattr__ below
 
 
 def __getattr__(attribute: str) -> Any:
@@ -86,7 +91,7 @@ def _raise_unless(message: str, passed: Any, first_bad: Any) -> None:
 
 def _inside_checkify() -> bool:
     """Whether checkify is tracing the caller (its checks are then functionalized)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_globals.get("__name__", "").startswith("jax._src.checkify"):
             return True

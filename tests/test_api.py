@@ -63,6 +63,18 @@ def test_only_xrisk_is_installed_as_an_import_root(tmp_path):
     assert result.stdout.strip() == "[]"
 
 
+def test_a_folder_named_xrisk_in_the_working_directory_does_not_shadow_the_package(tmp_path):
+    """A clone named ``xrisk`` next to the user's script would be a namespace package on
+    sys.path[0]; the README's strict editable install (and a normal install) wins over it."""
+    (tmp_path / "xrisk").mkdir()
+    result = _run_isolated("""
+        import xrisk
+        print(sorted(xrisk.LOSSES)[:1], xrisk.__file__ is not None)
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['APLoss'] True"
+
+
 @pytest.mark.parametrize("name", SHARED_NAMES)
 def test_adapters_export_the_same_names_and_signatures(name):
     signatures = {fw: inspect.signature(getattr(module, name))

@@ -11,8 +11,7 @@ deep-learning framework. The framework faces live in ``xrisk.torch``, ``xrisk.te
  'PairwiseAUCLoss', 'pAUC_CVaR_Loss', 'pAUC_DRO_Loss', 'tpAUC_CVaR_Loss', 'tpAUC_KL_Loss']
 """
 
-from . import surrogates
-from . import backends
+from . import backends, surrogates
 from ._validation import CHECK_MODES, InputWarning, StateCastWarning, get_checks, set_checks
 from .losses import (
     LOSSES,

@@ -262,7 +262,7 @@ def refuse_assignment(loss: Any, name: str, value: Any) -> None:
         )
 
 
-def compose_doc(own: str | None, definition_type: type[LossDefinition]) -> str:
+def compose_doc(own: str | None, definition_type: type) -> str:
     """An adapter class's docstring: its own summary, the core definition's parameters, notes
     and references, then the adapter's own examples (the core's numpy examples are left out)."""
     examples = re.compile(r"\n\s*Examples\n\s*-{3,}")

@@ -31,7 +31,7 @@ values; their gradient is ignored).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import jax
 import optax
@@ -43,9 +43,9 @@ from xrisk.optim._rule import refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
-LearningRate = float | Callable[[Any], Any]
-Params = Any
-Loss = Any
+LearningRate: TypeAlias = float | Callable[[Any], Any]
+Params: TypeAlias = Any
+Loss: TypeAlias = Any
 
 
 class _Transformation:

@@ -46,7 +46,7 @@ index below 2**53 reaches the loss exactly):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import keras
 import tensorflow as tf
@@ -58,9 +58,9 @@ from xrisk.optim._rule import check_number, refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
-LearningRate = float | Callable[[Any], Any]
-Params = Iterable[Any] | None
-Loss = tf.Module | None
+LearningRate: TypeAlias = float | Callable[[Any], Any]
+Params: TypeAlias = Iterable[Any] | None
+Loss: TypeAlias = tf.Module | None
 
 
 def _tf_variable(variable: Any) -> tf.Variable:
@@ -84,10 +84,10 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
     def __init__(self, rule: UpdateRule, params: Params = None, loss_fn: Loss = None) -> None:
         rate = rule.learning_rate
         super().__init__(learning_rate=rate if callable(rate) else float(rate), name=rule.name)
-        if isinstance(self._learning_rate, keras.Variable):
+        if isinstance(self._learning_rate, keras.Variable):  # type: ignore[has-type]
             # Keras keeps the learning rate in floatx; float64 keeps the given value exactly
             # (get_config() returns 0.001, not 0.0010000000474974513).
-            old = self._learning_rate
+            old = self._learning_rate  # type: ignore[has-type]
             with keras.name_scope(self.name, caller=self):
                 self._learning_rate = keras.Variable(
                     rate, name="learning_rate", dtype="float64", trainable=False,

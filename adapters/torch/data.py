@@ -75,7 +75,7 @@ class _TorchBatches:
     """Mixin: iterate a core sampler as a torch batch sampler (one list of keys per batch)."""
 
     def _keys(self, batch: Any) -> list[Any]:
-        return batch.tolist()  # type: ignore[no-any-return]
+        return batch.tolist()
 
     def __iter__(self) -> Iterator[list[Any]]:
         _refuse_sampler_slot(self, sys._getframe(1))
@@ -83,15 +83,15 @@ class _TorchBatches:
         return map(self._keys, super().__iter__())  # type: ignore[misc]
 
 
-class DualSampler(_TorchBatches, _samplers.DualSampler, Sampler):  # type: ignore[type-arg]
+class DualSampler(_TorchBatches, _samplers.DualSampler, Sampler):
     """Batch sampler version of :class:`xrisk.samplers.DualSampler` (same arguments)."""
 
 
-class RandomSampler(_TorchBatches, _samplers.RandomSampler, Sampler):  # type: ignore[type-arg]
+class RandomSampler(_TorchBatches, _samplers.RandomSampler, Sampler):
     """Batch sampler version of :class:`xrisk.samplers.RandomSampler` (same arguments)."""
 
 
-class TriSampler(_TorchBatches, _samplers.TriSampler, Sampler):  # type: ignore[type-arg]
+class TriSampler(_TorchBatches, _samplers.TriSampler, Sampler):
     """Batch sampler version of :class:`xrisk.samplers.TriSampler` (same arguments).
 
     Classification batches are lists of ``(index, task_id)`` pairs, which
@@ -106,7 +106,7 @@ class TriSampler(_TorchBatches, _samplers.TriSampler, Sampler):  # type: ignore[
         return list(zip(first, second.tolist(), strict=True))
 
 
-class IndexedDataset(_datasets.IndexedDataset, Dataset):  # type: ignore[type-arg]
+class IndexedDataset(_datasets.IndexedDataset, Dataset):
     """``torch.utils.data.Dataset`` whose item ``i`` is ``(x[i], y[i], i)``.
 
     Same arguments as :class:`xrisk.datasets.IndexedDataset`; the default collate function
