@@ -337,43 +337,45 @@ def phase_times(objective: str, model: torch.nn.Module, loss_fn: Any, optimizer:
 
 
 # (label, depth, defining module, attribute path). Inclusive time per step; a module-level
-# function is patched in every xrisk module that holds it (it is imported by name). Names
-# of two library layouts are listed (before and after the generic-inputs refactor); the ones
-# a checkout lacks are skipped and named once.
+# function is patched in every xrisk module that holds it (it is imported by name). Pieces a
+# checkout lacks (renamed, removed) are skipped and named once.
 PIECES = (
     ("XRiskLoss.forward (loss total)", 0, "xrisk.torch.losses", "XRiskLoss.forward"),
     ("loss.state (NamedTuple of buffers)", 1, "xrisk._adapter_support", "LossContainer.state"),
     ("loss.aux_params (NamedTuple)", 1, "xrisk._adapter_support", "LossContainer.aux_params"),
     ("LossDefinition.apply (generic)", 1, "xrisk.losses._base", "LossDefinition.apply"),
-    ("APLoss.apply (own)", 1, "xrisk.losses.ap", "APLoss.apply"),
-    ("AUCMLoss.apply (own)", 1, "xrisk.losses.auc", "AUCMLoss.apply"),
     ("LossDefinition.bind", 2, "xrisk.losses._base", "LossDefinition.bind"),
-    ("LossDefinition._prepare", 2, "xrisk.losses._base", "LossDefinition._prepare"),
     ("backend_of", 2, "xrisk.backends", "backend_of"),
     ("check_inputs", 2, "xrisk._validation", "check_inputs"),
-    ("check_batch", 2, "xrisk._validation", "check_batch"),
     ("backends.torch.to_numpy (value checks)", 3, "xrisk.backends.torch", "to_numpy"),
     ("APLoss._loss", 2, "xrisk.losses.ap", "APLoss._loss"),
     ("AUCMLoss._loss", 2, "xrisk.losses.auc", "AUCMLoss._loss"),
     ("surrogate_loss (B x B pairs)", 3, "xrisk.surrogates", "surrogate_loss"),
     ("masked_mean", 3, "xrisk._state", "masked_mean"),
-    ("BinaryLoss.positive_rows", 3, "xrisk.losses._binary", "BinaryLoss.positive_rows"),
-    ("PositiveRows.pool ((B x B) @ (B x 2))", 3, "xrisk.losses._binary", "PositiveRows.pool"),
-    ("PositiveRows.spread", 3, "xrisk.losses._binary", "PositiveRows.spread"),
-    ("focus_rows", 3, "xrisk._state", "focus_rows"),
+    ("BinaryLoss.positive_groups (AP)", 3, "xrisk.losses._binary",
+     "BinaryLoss.positive_groups"),
+    ("BinaryLoss.positive_rows (pAUC family)", 3, "xrisk.losses._binary",
+     "BinaryLoss.positive_rows"),
+    ("key_gaps (B x B float index test)", 4, "xrisk._state", "key_gaps"),
+    ("PositiveGroups.pool ((2 x B) @ (B x B))", 3, "xrisk.losses._binary",
+     "PositiveGroups.pool"),
     ("Step.write_rows", 3, "xrisk.losses._base", "Step.write_rows"),
     ("_state.write_rows", 3, "xrisk._state", "write_rows"),
     ("last_occurrence (B x B)", 4, "xrisk._state", "last_occurrence"),
     ("backends.torch.write_rows (index_copy_)", 4, "xrisk.backends.torch", "write_rows"),
-    ("XRiskOptimizer._core_state", 1, "xrisk.torch.optim", "XRiskOptimizer._core_state"),
     ("XRiskOptimizer._group_rule", 1, "xrisk.torch.optim", "XRiskOptimizer._group_rule"),
     ("UpdateRule.rates", 1, "xrisk.optim._rule", "UpdateRule.rates"),
-    ("ClippedRule.update_param (per tensor)", 1, "xrisk.optim._rule",
+    ("XRiskOptimizer._update_flat (eager, per group)", 1, "xrisk.torch.optim",
+     "XRiskOptimizer._update_flat"),
+    ("_plans_match (flat plans still valid?)", 2, "xrisk.torch.optim", "_plans_match"),
+    ("_make_plans (rebuild: after loads etc.)", 2, "xrisk.torch.optim", "_make_plans"),
+    ("_FlatPlan.update (one flat vector)", 2, "xrisk.torch.optim", "_FlatPlan.update"),
+    ("XRiskOptimizer._update_each (per tensor)", 1, "xrisk.torch.optim",
+     "XRiskOptimizer._update_each"),
+    ("ClippedRule.update_param (core rule)", 3, "xrisk.optim._rule",
      "ClippedRule.update_param"),
     ("XRiskOptimizer._ascend", 1, "xrisk.torch.optim", "XRiskOptimizer._ascend"),
-    ("PESG.update (rule)", 1, "xrisk.optim.pesg", "PESG.update"),
-    ("ClippedOptimizer.update (rule)", 1, "xrisk.optim._clipped", "ClippedOptimizer.update"),
-    ("XRiskOptimizer._store", 1, "xrisk.torch.optim", "XRiskOptimizer._store"),
+    ("ascent_step (core rule)", 2, "xrisk.optim._rule", "ascent_step"),
 )
 
 
@@ -501,9 +503,8 @@ def micro_benchmarks(args: argparse.Namespace, batches: list, lib: LibAUC) -> No
 
     section("per-op floor")
     add("one torch op on a (32,) tensor (a + b)", lambda: small + small)
-    add("torch.tensor(python float) (x3 per step in _core_state)",
-        lambda: torch.tensor(1e-3, dtype=torch.float32))
-    add("float(0-d tensor) (x3 per step in _store)", lambda: float(scores[0]))
+    add("torch.tensor(python float)", lambda: torch.tensor(1e-3, dtype=torch.float32))
+    add("float(0-d tensor) (a host read; a device sync on a GPU)", lambda: float(scores[0]))
     section("array_api_compat wrappers")
     add("xp.take(u, index) (index_select + lt/add/where)", lambda: xp.take(u, index, axis=0))
     add("torch.index_select(u, 0, index)", lambda: torch.index_select(u, 0, index))
@@ -546,8 +547,10 @@ def micro_benchmarks(args: argparse.Namespace, batches: list, lib: LibAUC) -> No
     section(f"duplicate-index handling at B={size}")
     try:
         from xrisk._state import last_occurrence
-        add("last_occurrence(index) (B x B int64 compare/where/max)",
+        add("last_occurrence(index) (B x B float64 test: no bound given)",
             lambda: last_occurrence(index, xp=xp))
+        add("last_occurrence(index, bound=n) (float32 test, as write_rows calls it)",
+            lambda: last_occurrence(index, bound=args.sizes[-1], xp=xp))
     except (ImportError, TypeError):
         pass
     add("index[:, None] == index[None, :] (B x B)", lambda: index[:, None] == index[None, :])

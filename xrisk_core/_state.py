@@ -95,8 +95,9 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
     """
     if dtype is None or (dtype != xp.float64 and bound > 2**24):
         dtype = xp.float32 if bound <= 2**24 else xp.float64
-    gap = (xp.expand_dims(xp.astype(row_keys, dtype), 1)
-           - xp.expand_dims(xp.astype(column_keys, dtype), 0))
+    rows = xp.astype(row_keys, dtype)
+    columns = rows if column_keys is row_keys else xp.astype(column_keys, dtype)
+    gap = xp.expand_dims(rows, 1) - xp.expand_dims(columns, 0)
     return gap * gap
 
 
@@ -111,9 +112,11 @@ def last_occurrence(index: Array, *, bound: int | None = None, xp: Any) -> Array
     """
     batch = index.shape[0]
     gaps = key_gaps(index, index, bound=2**53 if bound is None else bound, xp=xp)
-    # marks[i, j] = j + 1 where index[j] == index[i]; <= j - batch < 0 elsewhere (gap >= 1).
-    marks = xp.expand_dims(xp.arange(batch, dtype=gaps.dtype) + 1, 0) - (batch + 1) * gaps
-    return xp.astype(xp.max(marks, axis=1), index.dtype) - 1
+    # marks[i, j] = -j / 2**k (exact: a power of two, 2**k > batch) where index[j] == index[i],
+    # in (-1, 0]; > 0 elsewhere (gap >= 1). The row minimum is -last / 2**k.
+    scale = 2.0 ** batch.bit_length()
+    marks = gaps + xp.expand_dims(xp.arange(batch, dtype=gaps.dtype) * (-1 / scale), 0)
+    return xp.astype(xp.min(marks, axis=1) * -scale, index.dtype)
 
 
 def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:

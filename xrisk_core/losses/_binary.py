@@ -2,7 +2,8 @@
 
 Every loss of the family takes scores (B,), labels (B,) in {0, 1} and the dataset index (B,)
 of every example; losses with per-sample state keep it in tables keyed by ``sample`` and write
-the rows of the batch's positives only (libauc-reference.md §2.4).
+the rows of the batch's positives only (as LibAUC 2.0.1 does: its AUC-family losses reduce
+the index to the positives' before writing).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, NamedTuple
 from .._state import focus_rows, key_gaps
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "PositiveRows"]
+__all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows"]
 
 Array = Any
 
@@ -49,7 +50,7 @@ class PositiveRows(NamedTuple):
             return xp.reshape(xp.expand_dims(values, 0) @ self.same, (-1,)) / self.count
         width = values.shape[1]
         columns = xp.stack([values[:, k] for k in range(width)], axis=0) @ self.same
-        return (xp.stack([columns[k] for k in range(width)], axis=1)
+        return (xp.stack([columns[k, :] for k in range(width)], axis=1)
                 / xp.expand_dims(self.count, 1))
 
     def spread(self, new: Array, old: Array, positive: Array, xp: Any) -> Array:
@@ -60,6 +61,31 @@ class PositiveRows(NamedTuple):
             is_positive = xp.reshape(is_positive, (-1,) + (1,) * (len(new.shape) - 1))
         rows = xp.where(is_positive, new, old)
         return xp.where(is_positive, rows, xp.take(rows, self.anchor, axis=0))
+
+
+class PositiveGroups(NamedTuple):
+    """The batch's positives grouped by dataset index, every position given a group.
+
+    ``rows`` (B,) is the row each position reads and writes: its dataset index at positives
+    and, elsewhere, the smallest dataset index among the positives (the *anchor* group; the
+    batch's largest index if it has no positive), so that a step touches only positives'
+    rows of a large table. ``members`` (B, B) is 1 where position j is a positive whose
+    dataset index is ``rows[i]``: column i lists the positives of position i's group (the
+    anchor group for non-positive positions). ``count`` (B,) is the size of that group, 0
+    for every position of a batch without positives.
+
+    Positions with the same row have the same column of ``members``, so a group's pooled
+    estimate, and a moving average from the row gathered there, are the same values at every
+    such position: the rows written for one index are equal.
+    """
+
+    rows: Array
+    members: Array
+    count: Array
+
+    def pool(self, values: Array, xp: Any) -> Array:
+        """(C, B) group means of ``values`` (C, B) (0 where the batch has no positive)."""
+        return values @ self.members / xp.clip(self.count, 1, None)
 
 
 class BinaryLoss(LossDefinition):
@@ -86,6 +112,25 @@ class BinaryLoss(LossDefinition):
     def key_spaces(self) -> dict[str, int | None]:
         # Without per-sample state any non-negative index is accepted (it is not used).
         return {"sample": self.num_samples}
+
+    def positive_groups(self, step: Step, index: Array, positive: Array) -> PositiveGroups:
+        """The batch's positives grouped by dataset index (see :class:`PositiveGroups`).
+
+        About 10 array operations: a reduction picks the anchor group (no gather), one
+        float test (:func:`xrisk._state.key_gaps`) builds ``members``.
+        """
+        xp = step.xp
+        keep = positive > 0
+        # The smallest positive index; the batch's largest index when there is no positive.
+        anchor = xp.min(xp.where(keep, index, xp.max(index)))
+        rows = xp.where(keep, index, anchor)
+        # Non-positive positions j get the key -1, which no row has (rows are >= 0).
+        gaps = key_gaps(xp.where(keep, index, xp.full_like(index, -1)), rows,
+                        bound=max(self.num_samples or 0, 1), xp=xp, dtype=positive.dtype)
+        members = 1 - xp.clip(gaps, None, 1)
+        if members.dtype != positive.dtype:
+            members = xp.astype(members, positive.dtype)
+        return PositiveGroups(rows, members, xp.sum(members, axis=0))
 
     def positive_rows(self, step: Step, index: Array, positive: Array) -> PositiveRows:
         """The rows of the positives of a batch (see :class:`PositiveRows`)."""

@@ -11,7 +11,7 @@ so that the surrogate of :math:`-\mathrm{AP}` is
 :math:`F(w) = -\frac1{n_+}\sum_{i\in P} f_{\mathrm{pos},i} / f_{\mathrm{all},i}`.
 The inner functions are tracked per positive by two moving averages indexed by the dataset
 index, and the loss multiplies detached weights into the surrogate so that autodiff of the
-returned value gives the FCCO gradient estimate (libauc-reference.md §4.4).
+returned value gives the FCCO gradient estimate (LibAUC 2.0.1's SOAP estimator).
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class APLoss(BinaryLoss):
 
     Differences from LibAUC 2.0.1: ``index`` must hold the index of every example (LibAUC
     also accepts positives only); no assertion on a batch without positives; the logistic
-    surrogate is computed stably; duplicate indices are deterministic (LibAUC B28).
+    surrogate is computed stably; duplicate indices in a batch are pooled into one estimate,
+    deterministically (LibAUC 2.0.1 lets the last write win, which is nondeterministic on GPU).
 
     References
     ----------
@@ -167,13 +168,15 @@ class APLoss(BinaryLoss):
         sums = xp.stack([xp.ones_like(positive), positive], axis=0) @ pair  # (2, B)
 
         # The state is written for positives only, so only their rows are read and written;
-        # positives that share a dataset index pool their estimates (the duplicate rule).
-        rows = self.positive_rows(step, index, positive)
-        pooled = (stop(sums) / batch) @ rows.same / rows.count  # (2, B); same is symmetric
-        estimate = xp.stack([pooled[0], pooled[1]], axis=1)  # (B, 2): u_all, u_pos
-        old = _in_dtype(xp.take(state.u, rows.rows, axis=0), scores.dtype, xp)
-        new = rows.spread((1 - self.gamma) * old + self.gamma * estimate, old, positive, xp)
-        new_state = APState(u=step.write_rows(state.u, rows.rows, new, old))
+        # positives that share a dataset index pool their estimates (the duplicate rule), and
+        # every other position carries its group's row, so duplicates write equal rows.
+        groups = self.positive_groups(step, index, positive)
+        pooled = groups.pool(stop(sums) / batch, xp)  # (2, B)
+        estimate = xp.stack([pooled[0, :], pooled[1, :]], axis=1)  # (B, 2): u_all, u_pos
+        old = _in_dtype(xp.take(state.u, groups.rows, axis=0), scores.dtype, xp)
+        moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
+        new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
+        new_state = APState(u=step.write_rows(state.u, groups.rows, new, old))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
         stored = new if new.dtype == state.u.dtype else _in_dtype(
@@ -183,16 +186,13 @@ class APLoss(BinaryLoss):
         # tiny margin or a half-precision dtype underflows it: floor it at the square root of
         # the smallest normal number of the scores' dtype, so that u_all**2 stays normal and
         # the weight (at most 1 / floor) finite (float32: 1.1e-19, float16: 7.8e-3).
-        tiny = float(xp.finfo(scores.dtype).smallest_normal)
-        floor = xp.asarray(tiny**0.5, dtype=scores.dtype)
-        safe_all = xp.where(positive > 0, xp.maximum(u_all, floor), xp.ones_like(u_all))
+        floor = float(xp.finfo(scores.dtype).smallest_normal) ** 0.5
+        safe_all = xp.clip(u_all, floor, None)
         inverse = positive / (safe_all * safe_all)  # 0 at negatives
         # w_ij = (u_pos_i - u_all_i y_j) / u_all_i^2 for positives i, so
         # sum_ij w_ij l_ij = sum_i [u_pos_i sum_j l_ij - u_all_i sum_j l_ij y_j] / u_all_i^2.
         coefficients = stop(xp.stack([u_pos, -u_all], axis=0) * xp.expand_dims(inverse, 0))
-        num_positive = xp.sum(positive)
-        loss = xp.sum(coefficients * sums) / (xp.maximum(num_positive, xp.ones_like(num_positive))
-                                              * batch)
+        loss = xp.sum(coefficients * sums) / (xp.clip(xp.sum(positive), 1, None) * batch)
         return loss, new_state
 
 

@@ -331,7 +331,8 @@ _PARAMETER_DOCS = {
                      "θ ← θ(1 - lr·weight_decay) before the step)."),
     "epoch_decay": ("epoch_decay : float",
                     "Coefficient of ``θ - θ_ref``. θ_ref starts at the initial parameters "
-                    "(LibAUC: N(0, 0.01²) noise, bug B4) and becomes each parameter's average "
+                    "(LibAUC 2.0.1 draws it as N(0, 0.01²) noise from the torch RNG) and "
+                    "becomes each parameter's average "
                     "iterate at ``update_regularizer`` (over the steps where it had a "
                     "gradient; a parameter without one keeps its θ_ref)."),
     "momentum": ("momentum : float", "SGD momentum (see Notes); 0 disables it."),
@@ -581,7 +582,8 @@ def ascent_step(definition: Any, aux: Any, lr: Any, active: Any = None) -> Any:
 # --------------------------------------------------------------------------- clipped SGD/Adam
 
 class ClippedRule(UpdateRule):
-    r"""LibAUC's shared clipped SGD/Adam with epoch decay (libauc-reference.md §5.1).
+    r"""LibAUC's shared clipped SGD/Adam with epoch decay (the update that LibAUC 2.0.1's
+    SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD and Adam share).
 
     For each parameter :math:`\theta` with gradient :math:`g`:
 
