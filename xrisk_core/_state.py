@@ -135,18 +135,21 @@ def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:
     return xp.where(keep, index, xp.take(index, anchor, axis=0)), anchor
 
 
-def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any) -> Array:
+def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any,
+               equal_duplicates: bool = False) -> Array:
     """Return ``table`` with ``table[index[k]] = rows[k]``; callers must rebind the result.
 
     Duplicate-index rule: when an index value appears several times in one batch, the row at
     its **last** position wins. The rule is applied here, before the backend's scatter, by
     giving every duplicate the row of its last position, so the scatter writes equal values
     and every backend (numpy, torch, JAX, TensorFlow, on CPU or GPU) produces the same table.
-    On torch and TensorFlow variables the write is in place; on JAX it is ``.at[].set``, in
-    place under ``jit`` with donated buffers.
+    ``equal_duplicates=True`` declares that the rows of one index are already equal (APLoss's
+    groups of positives make them so): any scatter order then gives the rule's table, and the
+    O(B^2) search for last positions is skipped. On torch and TensorFlow variables the write
+    is in place; on JAX it is ``.at[].set``, in place under ``jit`` with donated buffers.
     """
-    # Valid indices lie in [0, len(table)): that bound keeps the comparisons in float32.
-    rows = xp.take(rows, last_occurrence(index, bound=table.shape[0], xp=xp), axis=0)
+    if not equal_duplicates:
+        # Valid indices lie in [0, len(table)): that bound keeps the comparisons in float32.
+        rows = xp.take(rows, last_occurrence(index, bound=table.shape[0], xp=xp), axis=0)
     return backend.write_rows(table, index, rows if rows.dtype == table.dtype
                               else xp.astype(rows, table.dtype))
-

@@ -1,0 +1,273 @@
+"""What keeps a training step cheap, checked as properties rather than timings.
+
+- the duplicate-index test runs on floats (:func:`xrisk._state.key_gaps`) and stays exact;
+- AP's pair work has no boolean B x B kernel and no (B x B) @ (B x k) product (both take slow
+  paths on CPUs), and its groups of positives give equal rows to equal indices;
+- the squared hinge (``clip``, no ``where``) has the same subgradient on every backend;
+- the torch optimizers update a group as one flat vector: their tensor ops do not grow with
+  the number of parameters, a step reads no device value, and the flat buffers follow any
+  state the user or a load puts in place.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import array_api_compat.numpy as xp
+import array_api_compat.torch as tx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import xrisk
+import xrisk.torch as xr
+from xrisk._state import key_gaps, last_occurrence, write_rows
+from xrisk.backends import get_backend
+from xrisk.losses import Step
+from xrisk.surrogates import surrogate_loss
+
+# --------------------------------------------------------------------------- float index tests
+
+
+def _last_by_hand(index):
+    return np.array([max(j for j in range(len(index)) if index[j] == index[i])
+                     for i in range(len(index))])
+
+
+@given(index=st.lists(st.integers(0, 20), min_size=1, max_size=40),
+       offset=st.sampled_from([0, 2**24 - 21, 2**40]))
+def test_last_occurrence_is_exact_in_float32_and_float64(index, offset):
+    index = np.asarray(index, dtype=np.int64) + offset
+    want = _last_by_hand(index)
+    bound = int(index.max()) + 1
+    for namespace, convert in ((xp, np.asarray), (tx, torch.as_tensor)):
+        for given_bound in (None, bound):  # bound <= 2**24: float32; else float64
+            got = last_occurrence(convert(index), bound=given_bound, xp=namespace)
+            assert_array_equal(np.asarray(got), want)
+
+
+def test_write_rows_with_equal_duplicates_skips_the_search_and_keeps_the_rule(monkeypatch):
+    """Rows already equal per index: any scatter order gives the rule's table (here the
+    adversarial first-write-wins scatter of tests/test_duplicate_rule.py), with no search."""
+    from tests.test_duplicate_rule import _first_write_wins, _last_wins_by_hand
+
+    backend = get_backend("numpy")
+    monkeypatch.setattr(backend, "write_rows", _first_write_wins)
+    monkeypatch.setattr("xrisk._state.last_occurrence", lambda *a, **k: pytest.fail("searched"))
+    table = np.full((5, 2), -1.0)
+    index = np.array([3, 1, 3, 3, 0])
+    rows = np.array([[7.0, 8.0], [1.0, 2.0], [7.0, 8.0], [7.0, 8.0], [4.0, 5.0]])
+    out = write_rows(backend, table, index, rows, xp=xp, equal_duplicates=True)
+    assert_array_equal(out, _last_wins_by_hand(table, index, rows))
+
+
+def test_key_gaps_separates_neighbours_at_the_float32_limit():
+    keys = np.array([2**24 - 2, 2**24 - 1, 2**24 - 1])
+    gaps = key_gaps(keys, keys, bound=2**24, xp=xp)
+    assert gaps.dtype == np.float32
+    assert_array_equal(gaps == 0, keys[:, None] == keys[None, :])
+    assert np.all(gaps[keys[:, None] != keys[None, :]] >= 1)
+    wide = np.array([2**24, 2**24 + 1])  # not exact in float32: float64 is used
+    gaps = key_gaps(wide, wide, bound=2**24 + 1, xp=xp, dtype=np.float32)
+    assert gaps.dtype == np.float64 and gaps[0, 1] == 1
+
+
+# --------------------------------------------------------------------------- AP's groups
+
+
+@given(labels=st.lists(st.integers(0, 1), min_size=1, max_size=12),
+       data=st.data())
+def test_positive_groups_give_equal_rows_to_equal_indices(labels, data):
+    labels = np.asarray(labels)
+    index = np.asarray(data.draw(st.lists(st.integers(0, 5), min_size=len(labels),
+                                          max_size=len(labels))))
+    positive = labels.astype(np.float64)
+    loss = xrisk.APLoss(6)
+    groups = loss.positive_groups(Step(get_backend("numpy"), xp, None), index, positive)
+    keep = labels == 1
+    if keep.any():
+        anchor = index[keep].min()
+        assert_array_equal(groups.rows, np.where(keep, index, anchor))
+    else:
+        assert np.all(groups.rows == groups.rows[0])  # one row, written back unchanged
+    members = keep[:, None] & (index[:, None] == groups.rows[None, :])
+    assert_array_equal(groups.members, members.astype(np.float64))
+    assert_array_equal(groups.count, members.sum(axis=0))
+    # positions sharing a row pool over the same members: equal estimates, equal rows
+    values = np.random.default_rng(0).normal(size=(2, len(labels)))
+    pooled = groups.pool(values, xp)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            if groups.rows[i] == groups.rows[j]:
+                assert_array_equal(pooled[:, i], pooled[:, j])
+
+
+class _Ops(TorchDispatchMode):
+    """Records (op name, input shapes, output dtype) of every dispatched op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[tuple[str, tuple, object]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        shapes = tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))
+        dtype = out.dtype if isinstance(out, torch.Tensor) else None
+        self.ops.append((func.overloadpacket.__name__, shapes, dtype))
+        return out
+
+
+def test_ap_forward_has_no_boolean_matrix_and_no_skinny_product():
+    batch = 24
+    loss_fn = xr.APLoss(1000)
+    generator = torch.Generator().manual_seed(0)
+    labels = (torch.arange(batch) % 4 == 0).long()
+    index = torch.randint(0, 1000, (batch,), generator=generator)
+    index[1] = index[0]  # a duplicate, as DualSampler's oversampling gives
+    scores = torch.rand(batch, generator=generator, requires_grad=True)
+    with _Ops() as forward:
+        loss = loss_fn(scores, labels, index)
+    with _Ops() as backward:  # autograd's own kernels (clip's mask) are not ours to choose
+        loss.backward()
+    square = (batch, batch)
+    boolean = [op for op in forward.ops if op[2] == torch.bool and square in op[1]]
+    assert not boolean, boolean
+    skinny = [op for op in forward.ops + backward.ops
+              if op[0] in ("mm", "matmul") and op[1][0] == square]
+    assert not skinny, skinny
+
+
+# --------------------------------------------------------------------------- the squared hinge
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_squared_hinge_subgradient_is_the_same_on_every_backend(framework):
+    margin = 0.5
+    t = np.array([0.5 - 1e-3, 0.5, 0.5 + 1e-3, -1.0, 2.0])  # the kink at t = margin
+    expected = -2 * np.maximum(margin - t, 0)
+    namespace = get_backend(framework).namespace
+    if framework == "torch":
+        x = torch.tensor(t, requires_grad=True)
+        surrogate_loss("squared_hinge", x, margin=margin, xp=namespace).sum().backward()
+        grad = x.grad.numpy()
+    elif framework == "jax":
+        grad = np.asarray(jax.grad(lambda x: surrogate_loss(
+            "squared_hinge", x, margin=margin, xp=jnp).sum())(jnp.asarray(t)))
+    else:
+        x = tf.constant(t)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(surrogate_loss("squared_hinge", x, margin=margin, xp=namespace))
+        grad = tape.gradient(y, x).numpy()
+    assert_allclose(grad, expected, rtol=1e-12, atol=0)
+    assert grad[1] == 0.0
+
+
+# --------------------------------------------------------------------------- torch optimizers
+
+
+def _model(layers, seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    modules = []
+    for _ in range(layers):
+        modules += [torch.nn.Linear(3, 3), torch.nn.Tanh()]
+    return torch.nn.Sequential(*modules, torch.nn.Linear(3, 1)).to(dtype)
+
+
+_VIEWS = {"view", "_unsafe_view", "reshape", "as_strided", "alias", "detach", "slice",
+          "select", "split", "split_with_sizes", "unbind", "narrow", "t", "transpose",
+          "expand", "unsqueeze", "squeeze", "_record_function_enter_new",
+          "_record_function_exit"}
+
+
+def _step_ops(make_optimizer, layers):
+    model = _model(layers)
+    opt, loss_fn = make_optimizer(model)
+    for _ in range(2):  # the first step builds the flat plans
+        for p in model.parameters():
+            p.grad = torch.full_like(p, 0.1)
+        for p in (loss_fn.parameters() if loss_fn is not None else ()):
+            p.grad = torch.full_like(p, 0.1)
+        with _Ops() as mode:
+            opt.step()
+    return [op[0] for op in mode.ops if op[0] not in _VIEWS]
+
+
+_MAKERS = {
+    "SOAP": lambda m: (xr.SOAP(m.parameters(), learning_rate=1e-2), None),
+    "SGD": lambda m: (xr.SGD(m.parameters(), learning_rate=1e-2, momentum=0.5,
+                              epoch_decay=0.1), None),
+    "PESG": lambda m: (lambda f: (xr.PESG(m.parameters(), f), f))(
+        xr.AUCMLoss(dtype="float64")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MAKERS))
+def test_torch_optimizer_ops_do_not_grow_with_the_number_of_parameters(name):
+    small, large = (_step_ops(_MAKERS[name], layers) for layers in (1, 6))
+    assert sorted(small) == sorted(large), (small, large)
+
+
+def test_torch_training_step_reads_no_device_value():
+    """``item()``/``int()``/``float()`` of a tensor dispatch ``_local_scalar_dense``: a device
+    sync on an accelerator. None in a steady-state step of the loss, backward or optimizer."""
+    model = _model(1, dtype=torch.float32)
+    loss_fn = xr.APLoss(16)
+    opt = xr.SOAP(model.parameters(), learning_rate=1e-2, epoch_decay=0.01)
+    X, y, index = torch.randn(8, 3), torch.tensor([1, 0, 0, 1] * 2), torch.arange(8)
+    for step in range(3):
+        with _Ops() as mode:
+            opt.zero_grad()
+            loss_fn(torch.sigmoid(model(X)).squeeze(1), y, index).backward()
+            opt.step()
+        if step > 0:
+            reads = [op for op in mode.ops if op[0] == "_local_scalar_dense"]
+            assert not reads, reads
+
+
+def _per_tensor(monkeypatch_context, opt):
+    """Run ``opt.step()`` on the per-tensor path (as under torch.compile)."""
+    with monkeypatch_context() as patch:
+        patch.setattr(torch.compiler, "is_compiling", lambda: True)
+        opt.step()
+
+
+def _set_grads(params, step):
+    for k, p in enumerate(params):
+        # the third parameter has no gradient on step 2: counters part ways
+        p.grad = None if (k == 2 and step == 2) else torch.full_like(p, 0.05 * (k + 1 + step))
+
+
+@pytest.mark.parametrize("hyper", [dict(mode="adam", amsgrad=True, epoch_decay=0.1),
+                                   dict(mode="sgd", momentum=0.9, nesterov=True,
+                                        weight_decay=0.1)])
+def test_flat_steps_follow_replaced_state_like_the_per_tensor_path(hyper):
+    flat_model, each_model = _model(2), _model(2)
+    flat, each = (xr.SOAP(m.parameters(), learning_rate=0.1, **hyper)
+                  for m in (flat_model, each_model))
+    pairs = ((flat_model, flat), (each_model, each))
+    for step in range(6):
+        for model in (flat_model, each_model):
+            _set_grads(list(model.parameters()), step)
+        flat.step()
+        _per_tensor(pytest.MonkeyPatch.context, each)
+        if step == 1:  # the user replaces a buffer: the flat path must use the new one
+            for model, opt in pairs:
+                first = next(model.parameters())
+                opt.state[first]["momentum"] = torch.full_like(first, 0.3)
+        if step == 3:
+            for _, opt in pairs:
+                opt.update_regularizer(decay_factor=2)
+                opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+        for a, b in zip(flat_model.parameters(), each_model.parameters(), strict=True):
+            assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-14, atol=1e-15)
+            for name, value in each.state[b].items():
+                assert_allclose(flat.state[a][name].numpy(), value.numpy(), rtol=1e-14,
+                                atol=1e-15, err_msg=f"{name} after step {step}")
