@@ -154,19 +154,23 @@ class Step:
         """The backend's stop-gradient (LibAUC's ``.detach()``)."""
         return self.backend.stop_gradient(x)
 
-    def write_rows(self, table: Array, index: Array, new: Array, old: Array) -> Array:
+    def write_rows(self, table: Array, index: Array, new: Array, old: Array, *,
+                   equal_duplicates: bool = False) -> Array:
         """``table`` with rows ``index`` set to ``new`` — or kept at ``old`` for a bad batch.
 
         ``index`` may have any shape; ``new`` and ``old`` have shape ``index.shape + row``.
         ``old`` must be the rows gathered at ``index`` before the step. Duplicate indices follow
-        :func:`xrisk._state.write_rows` (the last position wins). Callers rebind the result.
+        :func:`xrisk._state.write_rows` (the last position wins); a loss whose rows for one
+        index are equal by construction passes ``equal_duplicates=True`` to skip resolving
+        them (an O(B^2) pass). Callers rebind the result.
         """
         xp = self.xp
         row_shape = tuple(table.shape[1:])
         flat_index = xp.reshape(index, (-1,))
         rows = new if self.valid is None else xp.where(self.valid, new, old)
         rows = xp.reshape(rows, (flat_index.shape[0], *row_shape))
-        return write_rows(self.backend, table, flat_index, rows, xp=xp)
+        return write_rows(self.backend, table, flat_index, rows, xp=xp,
+                          equal_duplicates=equal_duplicates)
 
 
 class LossDefinition(Configured):

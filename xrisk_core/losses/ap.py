@@ -176,7 +176,9 @@ class APLoss(BinaryLoss):
         old = _in_dtype(xp.take(state.u, groups.rows, axis=0), scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
-        new_state = APState(u=step.write_rows(state.u, groups.rows, new, old))
+        # Rows of one index are equal by construction (pooled group rows): no resolution pass.
+        new_state = APState(u=step.write_rows(state.u, groups.rows, new, old,
+                                              equal_duplicates=True))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
         stored = new if new.dtype == state.u.dtype else _in_dtype(
