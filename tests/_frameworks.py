@@ -1,9 +1,10 @@
 """Run one step of a core loss definition in each framework, with that framework's autodiff.
 
-Every runner takes numpy float64 inputs and returns numpy results, so tests compare
-frameworks with plain ``assert_allclose``. The model is a small linear one,
-``scores = sigmoid(X @ w)``, so gradients with respect to the scores and to the weights are
-both checked.
+Every runner takes numpy inputs and returns numpy results, so tests compare frameworks with
+plain ``assert_allclose``. The model is a small linear one: every input of kind ``"score"``
+is given as *features* with one trailing axis more than the input, and the runner makes it
+as ``link(features @ w)`` from one shared weight vector ``w``; gradients with respect to each
+score input and to ``w`` are both checked.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import torch
 
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 NO_AUTODIFF = ("numpy", "array_api_strict")
+LINKS = ("sigmoid", "identity")
 
 
 class StepResult(NamedTuple):
     loss: float
-    grad_scores: np.ndarray | None
+    grad_inputs: dict[str, np.ndarray] | None  # d loss / d each score input
     grad_weights: np.ndarray | None
     grad_params: dict[str, np.ndarray]
     state: dict[str, np.ndarray]
@@ -46,87 +48,134 @@ def state_dtype(definition, field: str, dtype) -> np.dtype:
     return np.dtype(np.int32 if table is not None and table.kind == "int" else dtype)
 
 
-def run_step(framework: str, definition, state: dict, params: dict, X, w, labels, index,
-             dtype=np.float64) -> StepResult:
-    """One ``definition.apply`` on ``scores = sigmoid(X @ w)`` in ``framework``."""
+def score_names(definition, inputs: dict) -> list[str]:
+    """The score inputs of ``definition`` present in ``inputs`` (given there as features)."""
+    return [spec.name for spec in definition.inputs()
+            if spec.kind == "score" and inputs.get(spec.name) is not None]
+
+
+def model_scores(inputs: dict, names: list[str], w, link: str) -> dict[str, np.ndarray]:
+    """The score inputs the numpy model makes from their features: ``link(features @ w)``."""
+    made = {name: np.asarray(inputs[name]) @ np.asarray(w) for name in names}
+    return {k: _sigmoid(v) for k, v in made.items()} if link == "sigmoid" else made
+
+
+def run_step(framework: str, definition, state: dict, params: dict, inputs: dict, w, *,
+             link: str = "sigmoid", dtype=np.float64) -> StepResult:
+    """One ``definition.apply`` in ``framework`` on ``inputs``, its score inputs made by the
+    linear model from the features ``inputs`` holds for them."""
+    if link not in LINKS:
+        raise ValueError(f"link={link!r}; expected one of {LINKS}")
     runner = {"torch": _torch, "jax": _jax, "tensorflow": _tensorflow,
               "numpy": _no_autodiff, "array_api_strict": _no_autodiff}[framework]
     kinds = {name: table.kind for name, table in definition.state_tables().items()}
+    names = score_names(definition, inputs)
+    cast = {k: (None if v is None else
+                np.asarray(v, dtype) if k in names or np.asarray(v).dtype.kind == "f"
+                else np.asarray(v))
+            for k, v in inputs.items()}
     return runner(framework, definition, _numpy_like(state, dtype, kinds),
-                  _numpy_like(params, dtype),
-                  np.asarray(X, dtype), np.asarray(w, dtype), labels, index)
+                  _numpy_like(params, dtype), cast, names, np.asarray(w, dtype), link)
 
 
-def _no_autodiff(framework, definition, state, params, X, w, labels, index):
+def _others(inputs, names, convert):
+    return {k: (None if v is None else convert(v)) for k, v in inputs.items() if k not in names}
+
+
+def _no_autodiff(framework, definition, state, params, inputs, names, w, link):
     convert = np.asarray if framework == "numpy" else array_api_strict.asarray
-    scores = convert(_sigmoid(X @ w))
+    scores = {k: convert(v) for k, v in model_scores(inputs, names, w, link).items()}
     state_t = definition.state_type(**{k: convert(v) for k, v in state.items()})
     params_t = definition.params_type(**{k: convert(v) for k, v in params.items()})
-    idx = None if index is None else convert(np.asarray(index))
-    loss, new = definition.apply(state_t, scores, convert(np.asarray(labels)), idx,
+    loss, new = definition.apply(state_t, **scores, **_others(inputs, names, convert),
                                  params=params_t)
     return StepResult(float(loss), None, None, {},
                       {k: np.asarray(v) for k, v in new._asdict().items()})
 
 
-def _torch(framework, definition, state, params, X, w, labels, index):
+def _torch(framework, definition, state, params, inputs, names, w, link):
     w_t = torch.tensor(w, requires_grad=True)
     params_t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    scores = torch.sigmoid(torch.as_tensor(X) @ w_t)
-    scores.retain_grad()
+    scores = {}
+    for name in names:
+        made = torch.as_tensor(inputs[name]) @ w_t
+        scores[name] = torch.sigmoid(made) if link == "sigmoid" else made
+        scores[name].retain_grad()
     state_t = definition.state_type(**{k: torch.tensor(v) for k, v in state.items()})
-    idx = None if index is None else torch.as_tensor(np.asarray(index))
-    loss, new = definition.apply(state_t, scores, torch.as_tensor(np.asarray(labels)), idx,
+    loss, new = definition.apply(state_t, **scores, **_others(inputs, names, torch.as_tensor),
                                  params=definition.params_type(**params_t))
     loss.backward()
     return StepResult(
-        float(loss.detach()), scores.grad.numpy(), w_t.grad.numpy(),
+        float(loss.detach()),
+        {k: (np.zeros(v.shape) if v.grad is None else v.grad.numpy()) for k, v in scores.items()},
+        np.zeros(w.shape) if w_t.grad is None else w_t.grad.numpy(),
         {k: (np.zeros(()) if v.grad is None else v.grad.numpy()) for k, v in params_t.items()},
         {k: v.detach().numpy() for k, v in new._asdict().items()},
     )
 
 
-def _jax(framework, definition, state, params, X, w, labels, index):
+def _jax(framework, definition, state, params, inputs, names, w, link):
     state_j = definition.state_type(**{k: jnp.asarray(v) for k, v in state.items()})
     params_j = definition.params_type(**{k: jnp.asarray(v) for k, v in params.items()})
-    labels_j = jnp.asarray(np.asarray(labels))
-    idx = None if index is None else jnp.asarray(np.asarray(index))
+    others = _others(inputs, names, jnp.asarray)
+
+    def model(v):
+        made = {name: jnp.asarray(inputs[name]) @ v for name in names}
+        return {k: jax.nn.sigmoid(m) for k, m in made.items()} if link == "sigmoid" else made
 
     def from_scores(scores, aux):
-        return definition.apply(state_j, scores, labels_j, idx, params=aux)
+        return definition.apply(state_j, **scores, **others, params=aux)
 
     # One differentiated pass: d/ds by value_and_grad, d/dw by JAX's own vjp of the model.
     # (Eager JAX compiles every primitive per new shape; one pass halves that cost.)
-    scores, pull_back = jax.vjp(lambda v: jax.nn.sigmoid(jnp.asarray(X) @ v), jnp.asarray(w))
+    scores, pull_back = jax.vjp(model, jnp.asarray(w))
     (loss, new), (g_scores, g_params) = jax.value_and_grad(
         from_scores, argnums=(0, 1), has_aux=True)(scores, params_j)
     (g_weights,) = pull_back(g_scores)
-    return StepResult(float(loss), np.asarray(g_scores), np.asarray(g_weights),
+    return StepResult(float(loss), {k: np.asarray(v) for k, v in g_scores.items()},
+                      np.asarray(g_weights),
                       {k: np.asarray(v) for k, v in g_params._asdict().items()},
                       {k: np.asarray(v) for k, v in new._asdict().items()})
 
 
-def _tensorflow(framework, definition, state, params, X, w, labels, index):
+def _tensorflow(framework, definition, state, params, inputs, names, w, link):
     w_t = tf.Variable(w)
     params_t = {k: tf.Variable(v) for k, v in params.items()}
     state_t = definition.state_type(**{k: tf.constant(v) for k, v in state.items()})
-    idx = None if index is None else tf.constant(np.asarray(index))
     with tf.GradientTape() as tape:
-        scores = tf.sigmoid(tf.constant(X) @ w_t[:, None])[:, 0]
-        tape.watch(scores)
-        loss, new = definition.apply(state_t, scores, tf.constant(np.asarray(labels)), idx,
+        scores = {}
+        for name in names:
+            made = tf.tensordot(tf.constant(inputs[name]), w_t, axes=1)
+            scores[name] = tf.sigmoid(made) if link == "sigmoid" else made
+            tape.watch(scores[name])
+        loss, new = definition.apply(state_t, **scores, **_others(inputs, names, tf.constant),
                                      params=definition.params_type(**params_t))
-    grads = tape.gradient(loss, [scores, w_t, *params_t.values()])
-    g_params = {k: (np.zeros(()) if g is None else g.numpy())
-                for k, g in zip(params_t, grads[2:], strict=True)}
-    return StepResult(float(loss), grads[0].numpy(), grads[1].numpy(), g_params,
-                      {k: v.numpy() for k, v in new._asdict().items()})
+    grads = tape.gradient(loss, [*scores.values(), w_t, *params_t.values()])
+    count = len(scores)
+
+    def numpy_or_zeros(g, like):
+        return np.zeros(like.shape) if g is None else g.numpy()
+
+    return StepResult(
+        float(loss),
+        {k: numpy_or_zeros(g, v) for (k, v), g in zip(scores.items(), grads[:count],
+                                                       strict=True)},
+        numpy_or_zeros(grads[count], w_t),
+        {k: numpy_or_zeros(g, v) for (k, v), g in zip(params_t.items(), grads[count + 1:],
+                                                       strict=True)},
+        {k: v.numpy() for k, v in new._asdict().items()})
 
 
-def reference_weight_grad(X, w, grad_scores):
-    """d loss / d w of ``scores = sigmoid(X @ w)`` from d loss / d scores."""
-    s = _sigmoid(np.asarray(X) @ np.asarray(w))
-    return np.asarray(X).T @ (grad_scores * s * (1 - s))
+def reference_weight_grad(inputs: dict, w, grad_inputs: dict, link: str = "sigmoid"):
+    """d loss / d w of the linear model from d loss / d each score input."""
+    total = np.zeros(np.shape(w))
+    for name, grad in grad_inputs.items():
+        features = np.asarray(inputs[name])
+        if link == "sigmoid":
+            s = _sigmoid(features @ np.asarray(w))
+            grad = grad * s * (1 - s)
+        total = total + np.tensordot(grad, features, axes=np.ndim(grad))
+    return total
 
 
 def sigmoid(z: Any) -> np.ndarray:

@@ -1,14 +1,15 @@
 """Cross-backend identity: numpy reference, numpy/array-api-strict core, torch, JAX and TF.
 
 A property test per registered loss. Hypothesis draws a training *scenario*: the loss's
-hyper-parameters (its case's ``hyper`` strategy: gamma, margins, surrogates, ...), the table
-size ``num_samples`` (small, so duplicates are common), the batch size, the number of
-consecutive steps and, for every step, the number of positives (from none to all) and the
-dataset index of every example, drawn with replacement. Every backend — numpy and
-array-api-strict included — carries its own state from step to step; at every step each one
-must return the reference's loss, gradient with respect to the scores, gradient with respect
-to the weights of a linear model, gradients of the trainable auxiliaries and new state, to a
-relative 1e-10 in float64 (float32: see :data:`FLOAT32`).
+hyper-parameters (its case's ``hyper`` strategy: gamma, margins, surrogates, ...), the size
+of its key spaces (small, so duplicates are common), the number of consecutive steps and,
+for every step, that step's inputs from the case's ``batch`` drawer (for a binary loss: the
+batch size, the number of positives, from none to all, and the dataset index of every
+example, drawn with replacement). Every backend — numpy and array-api-strict included —
+carries its own state from step to step; at every step each one must return the reference's
+loss, gradient with respect to every score input, gradient with respect to the weights of
+the linear model that makes those inputs, gradients of the trainable auxiliaries and new
+state, to a relative 1e-10 in float64 (float32: see :data:`FLOAT32`).
 
 Profiles (tests/conftest.py): the default one runs a few deterministic examples; run
 ``HYPOTHESIS_PROFILE=thorough`` for hundreds.
@@ -20,18 +21,19 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from hypothesis import event, given
+from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import xrisk
-from tests._cases import CASES
+from tests._cases import CASES, MAX_KEYS, NUM_FEATURES
 from tests._frameworks import (
     FRAMEWORKS,
     NO_AUTODIFF,
+    model_scores,
     reference_weight_grad,
     run_step,
-    sigmoid,
+    score_names,
     state_dtype,
 )
 
@@ -40,46 +42,29 @@ FLOAT64 = {"rtol": 1e-10, "atol": 1e-12}
 # the float32 rounding of u, so gradients are compared with a looser absolute floor.
 FLOAT32 = {"rtol": 2e-4, "atol": 2e-5}
 ALL_BACKENDS = FRAMEWORKS + NO_AUTODIFF
-NUM_FEATURES = 3
-
-
-class Batch(NamedTuple):
-    X: np.ndarray  # (B, NUM_FEATURES) features of a linear model
-    labels: np.ndarray  # (B,) in {0, 1}
-    index: np.ndarray  # (B,) dataset index, with repeats
 
 
 class Scenario(NamedTuple):
     hyper: dict
-    num_samples: int
-    w: np.ndarray  # (NUM_FEATURES,) weights of the model, scores = sigmoid(X @ w)
+    size: int  # sizes the loss's key spaces (small, so duplicates are common)
+    w: np.ndarray  # (NUM_FEATURES,) weights of the model, scores = link(features @ w)
     params: dict  # initial trainable auxiliaries (numpy)
-    batches: list[Batch]
+    batches: list[dict]  # one step's inputs each, score inputs as features
 
 
 @st.composite
-def scenarios(draw, name, *, max_batch=9, max_steps=4, hyper=None):
+def scenarios(draw, name, *, max_steps=4, hyper=None):
     """One run of 3 to ``max_steps`` consecutive steps of the loss ``name``."""
     case = CASES[name]
     chosen = draw(case.hyper if hyper is None else st.just(hyper), label="hyper")
-    num_samples = draw(st.integers(1, 12), label="num_samples")
-    batch = draw(st.integers(1, max_batch), label="batch size")
+    size = draw(st.integers(1, MAX_KEYS), label="size")
     steps = draw(st.integers(3, max_steps), label="steps")
     seed = draw(st.integers(0, 2**32 - 1), label="seed of the float values")
     rng = np.random.default_rng(seed)
-    batches = []
-    for _ in range(steps):
-        positives = draw(st.integers(0, batch), label="positives in the batch")
-        order = draw(st.permutations(range(batch)), label="positions of the positives")
-        labels = np.zeros(batch, dtype=np.int64)
-        labels[list(order[:positives])] = 1
-        index = np.asarray(draw(st.lists(st.integers(0, num_samples - 1), min_size=batch,
-                                         max_size=batch), label="index"), dtype=np.int64)
-        if len(np.unique(index[labels == 1])) < positives:
-            event("duplicate positive indices")
-        batches.append(Batch(rng.normal(size=(batch, NUM_FEATURES)), labels, index))
-    return Scenario(chosen, num_samples, rng.normal(size=NUM_FEATURES),
-                    case.initial_params(rng), batches)
+    definition = case.make(size, chosen)
+    batches = [case.batch(draw, definition, rng) for _ in range(steps)]
+    return Scenario(chosen, size, rng.normal(size=NUM_FEATURES), case.initial_params(rng),
+                    batches)
 
 
 def _initial_state(definition):
@@ -92,16 +77,19 @@ def _initial_state(definition):
 def check_scenario(name, scenario, *, dtype, tolerance, backends=ALL_BACKENDS):
     """Run ``scenario`` on every backend, each carrying its own state; compare every step."""
     case = CASES[name]
-    definition = case.make(scenario.num_samples, scenario.hyper)
+    definition = case.make(scenario.size, scenario.hyper)
     params, w = scenario.params, scenario.w
     reference_state = _initial_state(definition)
     states = {backend: reference_state for backend in backends}
-    for step, (X, labels, index) in enumerate(scenario.batches):
-        loss, grad, grad_params, new_reference = case.reference(
-            definition, reference_state, params, sigmoid(X @ w), labels, index)
+    for step, inputs in enumerate(scenario.batches):
+        names = score_names(definition, inputs)
+        loss, grads, grad_params, new_reference = case.reference(
+            definition, reference_state, params,
+            **{**inputs, **model_scores(inputs, names, w, case.link)})
+        assert set(grads) == set(names), f"{name}: reference gradients {sorted(grads)}"
         for backend in backends:
-            result = run_step(backend, definition, states[backend], params, X, w, labels, index,
-                              dtype)
+            result = run_step(backend, definition, states[backend], params, inputs, w,
+                              link=case.link, dtype=dtype)
             where = f"{definition!r}, step {step}, on {backend}"
             assert_allclose(result.loss, loss, **tolerance, err_msg=f"loss, {where}")
             assert set(result.state) == set(new_reference), where
@@ -112,8 +100,11 @@ def check_scenario(name, scenario, *, dtype, tolerance, backends=ALL_BACKENDS):
             states[backend] = result.state  # every backend goes on from its own state
             if backend in NO_AUTODIFF:
                 continue
-            assert_allclose(result.grad_scores, grad, **tolerance, err_msg=f"d/ds, {where}")
-            assert_allclose(result.grad_weights, reference_weight_grad(X, w, grad), **tolerance,
+            for input_name, grad in grads.items():
+                assert_allclose(result.grad_inputs[input_name], grad, **tolerance,
+                                err_msg=f"d/d{input_name}, {where}")
+            assert_allclose(result.grad_weights,
+                            reference_weight_grad(inputs, w, grads, case.link), **tolerance,
                             err_msg=f"d/dw, {where}")
             for field, value in grad_params.items():
                 assert_allclose(result.grad_params[field], value, **tolerance,
@@ -148,14 +139,14 @@ def test_a_backend_that_drops_its_state_is_caught(monkeypatch):
 
     original = frameworks._no_autodiff
 
-    def forgetful(framework, definition, state, params, X, w, labels, index):
+    def forgetful(framework, definition, state, *args):
         fresh = {k: np.zeros_like(v) for k, v in state.items()}
-        return original(framework, definition, fresh, params, X, w, labels, index)
+        return original(framework, definition, fresh, *args)
 
     monkeypatch.setattr(frameworks, "_no_autodiff", forgetful)
     rng = np.random.default_rng(0)
-    batches = [Batch(rng.normal(size=(4, NUM_FEATURES)), np.array([1, 0, 1, 0]),
-                     np.array([0, 1, 2, 3])) for _ in range(2)]
+    batches = [{"scores": rng.normal(size=(4, NUM_FEATURES)), "labels": np.array([1, 0, 1, 0]),
+                "index": np.array([0, 1, 2, 3])} for _ in range(2)]
     scenario = Scenario({}, 4, rng.normal(size=NUM_FEATURES), {}, batches)
     with pytest.raises(AssertionError, match="step 1, on numpy"):
         check_scenario("APLoss", scenario, dtype=np.float64, tolerance=FLOAT64,

@@ -7,78 +7,110 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
-from tests._cases import CASES
+from tests._cases import CASES, MAX_KEYS, NUM_FEATURES
+from tests._frameworks import model_scores, score_names
 
-
-def _batch(seed, batch=8, num_samples=12):
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 2, batch)
-    labels[0] = 1
-    return rng.uniform(0.05, 0.95, batch), labels, rng.integers(0, num_samples, batch)
+JIT_SETTINGS = settings(max_examples=2, deadline=None)
 
 
 def _definition(name):
-    return CASES[name].make(12, {})
+    return CASES[name].make(MAX_KEYS, {})
 
 
 def _jax_params(definition):
     return definition.init_params(xp=jnp, dtype=jnp.float64)
 
 
+def _steps(data, name, definition, count=3):
+    """``count`` batches from the case's drawer with their score inputs made by the case's
+    model, as float64 numpy arrays; and the number of distinct shape signatures among them."""
+    case = CASES[name]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    w = rng.normal(size=NUM_FEATURES)
+    batches = []
+    for _ in range(count):
+        inputs = case.batch(data.draw, definition, rng)
+        names = score_names(definition, inputs)
+        batches.append({k: v for k, v in {**inputs, **model_scores(inputs, names, w,
+                                                                  case.link)}.items()
+                        if v is not None})
+    signatures = {tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in sorted(b.items()))
+                  for b in batches}
+    return batches, len(signatures)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_jax_jit_matches_eager_and_does_not_retrace(name):
+@JIT_SETTINGS
+@given(data=st.data())
+def test_jax_jit_matches_eager_and_does_not_retrace(name, data):
     definition = _definition(name)
+    batches, signatures = _steps(data, name, definition)
+    names = score_names(definition, batches[0])
     traces = []
 
-    def step(state, params, scores, labels, index):
+    def step(state, params, scores, others):
         traces.append(1)
         return jax.value_and_grad(
-            lambda s: definition.apply(state, s, labels, index, params=params),
+            lambda s: definition.apply(state, **s, **others, params=params),
             has_aux=True)(scores)
 
     jitted = jax.jit(step, donate_argnums=(0,))
     eager_state = jitted_state = definition.init(xp=jnp, dtype=jnp.float64)
     params = _jax_params(definition)
-    for seed in (1, 2, 3):
-        scores, labels, index = (jnp.asarray(a) for a in _batch(seed))
-        (eager_loss, eager_state), eager_grad = step(eager_state, params, scores, labels, index)
-        (jit_loss, jitted_state), jit_grad = jitted(jitted_state, params, scores, labels, index)
+    for batch in batches:
+        scores = {k: jnp.asarray(v) for k, v in batch.items() if k in names}
+        others = {k: jnp.asarray(v) for k, v in batch.items() if k not in names}
+        (eager_loss, eager_state), eager_grad = step(eager_state, params, scores, others)
+        (jit_loss, jitted_state), jit_grad = jitted(jitted_state, params, scores, others)
         assert_allclose(float(jit_loss), float(eager_loss), rtol=1e-12, atol=1e-15)
-        assert_allclose(np.asarray(jit_grad), np.asarray(eager_grad), rtol=1e-12, atol=1e-15)
+        for key in names:
+            assert_allclose(np.asarray(jit_grad[key]), np.asarray(eager_grad[key]),
+                            rtol=1e-12, atol=1e-15)
         for field in eager_state._fields:
             got, want = getattr(jitted_state, field), getattr(eager_state, field)
             assert got.dtype == want.dtype
             assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
-    assert len(traces) == 3 + 1  # three eager calls and a single trace for three jitted steps
+    # Three eager calls, and one trace per distinct input shape for the jitted steps.
+    assert len(traces) == len(batches) + signatures
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_tf_function_matches_eager_and_does_not_retrace(name):
-    config = _definition(name).config()  # the adapter takes the core's arguments
+@JIT_SETTINGS
+@given(data=st.data())
+def test_tf_function_matches_eager_and_does_not_retrace(name, data):
+    definition = _definition(name)
+    batches, signatures = _steps(data, name, definition)
+    names = score_names(definition, batches[0])
+    config = definition.config()  # the adapter takes the core's arguments
     eager_loss_fn = getattr(xtf, name)(**config, dtype="float64")
     graph_loss_fn = getattr(xtf, name)(**config, dtype="float64")
 
-    def value_and_grad(loss_fn, scores, labels, index):
+    def value_and_grad(loss_fn, scores, others):
         with tf.GradientTape() as tape:
             tape.watch(scores)
-            loss = loss_fn(scores, labels, index)
+            loss = loss_fn(**scores, **others)
         return loss, tape.gradient(loss, scores)
 
-    graph_step = tf.function(lambda *a: value_and_grad(graph_loss_fn, *a))
-    for seed in (1, 2, 3):
-        batch = [tf.constant(a) for a in _batch(seed)]
-        eager_loss, eager_grad = value_and_grad(eager_loss_fn, *batch)
-        graph_loss, graph_grad = graph_step(*batch)
+    graph_step = tf.function(lambda s, o: value_and_grad(graph_loss_fn, s, o))
+    for batch in batches:
+        scores = {k: tf.constant(v) for k, v in batch.items() if k in names}
+        others = {k: tf.constant(v) for k, v in batch.items() if k not in names}
+        eager_loss, eager_grad = value_and_grad(eager_loss_fn, scores, others)
+        graph_loss, graph_grad = graph_step(scores, others)
         assert_allclose(graph_loss.numpy(), eager_loss.numpy(), rtol=1e-12, atol=1e-15)
-        assert_allclose(graph_grad.numpy(), eager_grad.numpy(), rtol=1e-12, atol=1e-15)
+        for key in names:
+            assert_allclose(graph_grad[key].numpy(), eager_grad[key].numpy(), rtol=1e-12,
+                            atol=1e-15)
         for field, value in eager_loss_fn.export_state().items():
             assert_allclose(graph_loss_fn.export_state()[field], value, rtol=1e-12)
-    assert graph_step.experimental_get_tracing_count() == 1
+    assert graph_step.experimental_get_tracing_count() == signatures
 
 
 @pytest.mark.parametrize("optimizer", ["SOAP", "PESG"])
@@ -105,13 +137,17 @@ def test_jitted_optimizer_step_does_not_retrace_after_lr_changes(optimizer):
     assert int(opt_state.step) == 3
 
 
-def test_core_functions_have_no_data_dependent_shapes_under_jit():
+@pytest.mark.parametrize("name", sorted(CASES))
+@JIT_SETTINGS
+@given(data=st.data())
+def test_core_functions_have_no_data_dependent_shapes_under_jit(name, data):
     """Each loss traces with abstract shapes only (a jax.jit trace fails otherwise)."""
-    for name in CASES:
-        definition = _definition(name)
-        state = definition.init(xp=jnp, dtype=jnp.float64)
-        shapes = jax.eval_shape(
-            lambda st, s, y, i, d=definition: d.apply(st, s, y, i, params=_jax_params(d)),
-            state, jnp.zeros(8), jnp.zeros(8, dtype=jnp.int64), jnp.zeros(8, dtype=jnp.int64))
-        assert shapes[0].shape == ()
-        assert isinstance(xrisk.LOSSES[name](**definition.config()), xrisk.LossDefinition)
+    definition = _definition(name)
+    (batch,), _ = _steps(data, name, definition, count=1)
+    state = definition.init(xp=jnp, dtype=jnp.float64)
+    abstract = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype)
+                for k, v in batch.items()}
+    shapes = jax.eval_shape(lambda st, b: definition.apply(st, **b, params=_jax_params(
+        definition)), state, abstract)
+    assert shapes[0].shape == ()
+    assert isinstance(xrisk.LOSSES[name](**definition.config()), xrisk.LossDefinition)

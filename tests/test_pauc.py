@@ -169,8 +169,9 @@ def test_logits_and_a_small_lambda_equal_the_reference_in_float64(name):
     labels = np.array([1, 0, 1, 0, 1, 0, 0, 1])
     for _ in range(4):
         scores, index = rng.uniform(-20, 20, 8), rng.integers(0, 8, 8)
-        want, want_grad, _, reference = case.reference(definition, reference, {}, scores,
-                                                       labels, index)
+        want, want_grads, _, reference = case.reference(definition, reference, {}, scores,
+                                                        labels, index)
+        want_grad = want_grads["scores"]
         loss, grad, state = _step("torch", definition, state, scores, labels, index,
                                   np.float64)
         assert loss == pytest.approx(want, rel=1e-9)
@@ -209,8 +210,9 @@ def test_shift_follows_a_falling_loss_for_500_steps_in_float32(name):
                                   has_aux=True)(scores)
 
     for number, scores in enumerate(_falling_batches(500)):
-        want, want_grad, _, reference = case.reference(definition, reference, {}, scores,
-                                                       labels, index)
+        want, want_grads, _, reference = case.reference(definition, reference, {}, scores,
+                                                        labels, index)
+        want_grad = want_grads["scores"]
         (loss, state32), grad = step(state32, jnp.asarray(scores, dtype=jnp.float32))
         loss_np, _, numpy32 = _step("numpy", definition, numpy32, scores, labels, index,
                                     np.float32)
