@@ -180,3 +180,15 @@ def reference_weight_grad(inputs: dict, w, grad_inputs: dict, link: str = "sigmo
 
 def sigmoid(z: Any) -> np.ndarray:
     return _sigmoid(np.asarray(z))
+
+
+def convert_index(framework: str, index) -> Any:
+    """``index`` (numpy integers) as an array of ``framework`` in its index dtype."""
+    index = np.asarray(index, dtype=np.int64)
+    if framework == "torch":
+        return torch.as_tensor(index)
+    if framework == "tensorflow":
+        return tf.constant(index)
+    if framework == "jax":
+        return jnp.asarray(index)  # int32 without x64: keys below 2**31
+    return index

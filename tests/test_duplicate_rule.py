@@ -165,3 +165,31 @@ def test_ap_state_is_the_documented_table_under_a_first_wins_scatter(monkeypatch
         untouched = np.setdiff1d(np.arange(5), index[labels == 1])
         assert_array_equal(got[untouched], previous[untouched])
         previous = got
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch", "jax", "jax without x64",
+                                       "tensorflow"])
+@given(keys=st.lists(st.sampled_from([0, 1, 2**24 - 1, 2**24, 2**24 + 1, 2**25 + 3,
+                                      2**31 - 2, 2**31 - 1]), min_size=1, max_size=8),
+       negatives=st.booleans())
+def test_keys_beyond_float32_precision_stay_distinct(framework, keys, negatives):
+    """Keys above 2**24 are not exact in float32, and JAX without x64 computes "float64" in
+    float32: tables of more than 16.7M rows once merged the keys 2**24 and 2**24 + 1 there
+    (two interactions pooled into one state row, a duplicate resolved onto the wrong row)."""
+    from xrisk._state import key_gaps, last_occurrence
+
+    from tests._frameworks import convert_index
+
+    import jax
+
+    keys = np.asarray([-1 - k if negatives and i % 2 else k for i, k in enumerate(keys)])
+    name, _, mode = framework.partition(" ")
+    backend = get_backend(name)
+    with jax.enable_x64(mode != "without x64"):
+        index = convert_index(name, keys)
+        gaps = backend.to_numpy(key_gaps(index, index, bound=2**31, xp=backend.namespace))
+        last = backend.to_numpy(last_occurrence(index, bound=2**31, xp=backend.namespace))
+    same = keys[:, None] == keys[None, :]
+    assert_array_equal(gaps == 0, same)
+    assert np.all(gaps[~same] >= 1)
+    assert_array_equal(last, [np.flatnonzero(keys == k).max() for k in keys])

@@ -88,13 +88,30 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
 
     The keys (B,) are integers of magnitude at most ``bound``. The arithmetic runs in
     ``dtype`` (float32 or float64; default float32) if it represents them all exactly
-    (float32: ``bound <= 2**24``), in float64 otherwise; distinct exact integers differ by at
-    least 1 and rounding is monotonic, so the test is exact. A float subtraction and product
-    cost less than an integer comparison plus a cast of its boolean result (2-3 times less on
-    CPUs, where the boolean B x B kernels are not vectorised).
+    (float32: ``bound <= 2**24``); distinct exact integers differ by at least 1 and rounding
+    is monotonic, so the test is exact. Larger keys (up to ``2**48``) are split into two
+    parts below ``2**24`` whose squared gaps are added in float32 — still exact, and correct
+    where float64 is missing (JAX without x64 silently computes "float64" in float32, which
+    merged the keys ``2**24`` and ``2**24 + 1``). A float subtraction and product cost less
+    than an integer comparison plus a cast of its boolean result (2-3 times less on CPUs,
+    where the boolean B x B kernels are not vectorised).
     """
-    if dtype is None or (dtype != xp.float64 and bound > 2**24):
-        dtype = xp.float32 if bound <= 2**24 else xp.float64
+    if dtype is None or dtype != xp.float64:
+        dtype = xp.float32
+    if bound <= _FLOAT32_EXACT or (dtype == xp.float64 and bound > _FLOAT32_EXACT ** 2):
+        return _squared_gaps(row_keys, column_keys, dtype, xp)
+    high = _squared_gaps(row_keys // _FLOAT32_EXACT, column_keys // _FLOAT32_EXACT,
+                         xp.float32, xp)
+    low = _squared_gaps(row_keys % _FLOAT32_EXACT, column_keys % _FLOAT32_EXACT,
+                        xp.float32, xp)
+    return high + low  # 0 only where both parts agree; else at least 1
+
+
+#: Integers up to this magnitude are exact in float32.
+_FLOAT32_EXACT = 2**24
+
+
+def _squared_gaps(row_keys: Array, column_keys: Array, dtype: Any, xp: Any) -> Array:
     rows = xp.astype(row_keys, dtype)
     columns = rows if column_keys is row_keys else xp.astype(column_keys, dtype)
     gap = xp.expand_dims(rows, 1) - xp.expand_dims(columns, 0)
@@ -104,14 +121,14 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
 def last_occurrence(index: Array, *, bound: int | None = None, xp: Any) -> Array:
     """For each position, the position of the last entry with the same index value.
 
-    ``index`` has shape (B,), values of magnitude at most ``bound`` (default ``2**53``, exact
-    in float64; ``bound <= 2**24`` runs the comparisons in float32, see :func:`key_gaps`).
+    ``index`` has shape (B,), values of magnitude at most ``bound`` (default ``2**48``; see
+    :func:`key_gaps`, whose comparisons run in float32).
     The result (B,) lets callers make the rows of a duplicated index identical before a
     scatter, which is what makes :func:`write_rows` deterministic. O(B^2) float arithmetic,
     no data-dependent shapes (jit-safe).
     """
     batch = index.shape[0]
-    gaps = key_gaps(index, index, bound=2**53 if bound is None else bound, xp=xp)
+    gaps = key_gaps(index, index, bound=2**48 if bound is None else bound, xp=xp)
     # marks[i, j] = -j / 2**k (exact: a power of two, 2**k > batch) where index[j] == index[i],
     # in (-1, 0]; > 0 elsewhere (gap >= 1). The row minimum is -last / 2**k.
     scale = 2.0 ** batch.bit_length()
