@@ -56,6 +56,10 @@ def stack(arrays: Any, axis: int = 0) -> Any:
     return tf.stack(arrays, axis=axis)
 
 
+def concat(arrays: Any, axis: int = 0) -> Any:
+    return tf.concat(arrays, axis=axis)
+
+
 def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
     return tf.reduce_sum(x, axis=axis, keepdims=keepdims)
 
@@ -136,15 +140,15 @@ def iinfo(dtype: Any) -> Any:
 
 
 SHIM_FUNCTIONS = (
-    "all", "arange", "asarray", "astype", "clip", "exp", "expand_dims", "finfo", "float32",
-    "float64", "full_like", "iinfo", "int32", "isdtype", "isfinite", "log", "log1p", "max",
-    "maximum", "min", "ones_like", "pow", "reshape", "sqrt", "stack", "sum", "take", "where",
-    "zeros", "zeros_like",
+    "all", "arange", "asarray", "astype", "clip", "concat", "exp", "expand_dims", "finfo",
+    "float32", "float64", "full_like", "iinfo", "int32", "int64", "isdtype", "isfinite", "log",
+    "log1p", "matrix_transpose", "max", "maximum", "min", "ones_like", "pow", "reshape",
+    "sqrt", "stack", "sum", "take", "where", "zeros", "zeros_like",
 )
 
 _DIRECT = {"exp": tf.exp, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
            "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
-           "int32": tf.int32}
+           "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}
@@ -156,13 +160,17 @@ def stop_gradient(x: Any) -> Any:
 
 
 def write_rows(table: Any, index: Any, rows: Any) -> Any:
-    """Write rows at ``index``: in place on a ``tf.Variable``, functionally on a tensor."""
-    indices = tf.expand_dims(tf.cast(index, tf.int64), 1)
-    rows = tf.cast(rows, table.dtype)
-    if isinstance(table, tf.Variable):
-        table.scatter_nd_update(indices, rows)
+    """Write rows at ``index``: in place on a variable, functionally on a tensor.
+
+    Variables take ``scatter_update`` of ``tf.IndexedSlices``: distributed variables
+    (``MirroredVariable`` under a ``tf.distribute`` strategy) have it, not
+    ``scatter_nd_update``; a batch of run-time size (a gathered batch) writes the same way.
+    """
+    index, rows = tf.cast(index, tf.int64), tf.cast(rows, table.dtype)
+    if isinstance(table, tf.Variable | tf.distribute.DistributedValues):
+        table.scatter_update(tf.IndexedSlices(rows, index, tf.shape(table, tf.int64)))
         return table
-    return tf.tensor_scatter_nd_update(table, indices, rows)
+    return tf.tensor_scatter_nd_update(table, tf.expand_dims(index, 1), rows)
 
 
 def device(x: Any) -> Any:

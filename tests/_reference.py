@@ -92,8 +92,9 @@ def aucm_loss(scores, labels, a, b, alpha, *, margin, version, imratio=None):
 class ClippedOptimizer:
     """Step-by-step numpy copy of LibAUC 2.0.1's optimizers (SGD/Adam core, PESG, PDSCA).
 
-    kind: "heavy_ball" (SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam), "AdamW", "PESG" or
-    "PDSCA". With xrisk's documented choices: the reference point starts at the initial
+    kind: "heavy_ball" (SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam), "AdamW", "PESG",
+    "PDSCA" or "MIDAM" (heavy-ball with dampening = momentum, then PESG's alpha ascent).
+    With xrisk's documented choices: the reference point starts at the initial
     weights; counts (Adam's t, the first momentum step, the iterate average) are per
     parameter and only count steps where that parameter had a gradient (None: untouched);
     alpha's projected ascent runs every step (PDSCA: every AUC-phase step) and is clipped
@@ -184,7 +185,7 @@ class ClippedOptimizer:
                 self.T[i] += 1
             out.append(new)
         self.steps += 1
-        if self.kind not in ("PESG", "PDSCA"):
+        if self.kind not in ("PESG", "PDSCA", "MIDAM"):
             return out
         if ce:
             return out, alpha

@@ -38,17 +38,58 @@ LIBAUC_ARGUMENTS = {
     "tpAUC_CVaR_Loss": dict(data_length=8, threshold=0.5, alpha=0.1, beta_0=0.1, beta_1=0.1,
                             theta_0=0.5, theta_1=0.5, surr_loss="squared_hinge", device="cpu"),
     "PairwiseAUCLoss": dict(surr_loss="logistic", hparam=1.0),
+    "MultiLabelAUCMLoss": dict(margin=1.0, version="v1", imratio=None, num_labels=3,
+                               device="cpu"),
+    # (LibAUC's top_k selector is not implemented: top_k= keeps Python's own TypeError)
+    "meanAveragePrecisionLoss": dict(data_len=8, num_labels=3, margin=1.0, gamma=0.9,
+                                     surr_loss="squared_hinge", device="cpu"),
+    # its **kwargs go to the mode's loss (here pAUC_DRO_Loss's)
+    "MultiLabelpAUCLoss": dict(mode="1w", num_labels=3, device="cpu", data_len=8, gamma=0.9,
+                               margin=1.0, Lambda=1.0, surr_loss="squared_hinge"),
     "CrossEntropyLoss": dict(),
     "FocalLoss": dict(alpha=0.25, gamma=2, device="cpu"),
+    "MIDAM_softmax_pooling_loss": dict(data_len=8, margin=1.0, tau=0.1, gamma=0.9,
+                                       device="cpu"),
+    "MIDAM_attention_pooling_loss": dict(data_len=8, margin=1.0, gamma=0.9, device="cpu"),
+    "EntLossClassification": dict(data_size=8, alpha=10.0, gamma=0.9, is_scent=True,
+                                  alpha_multiplier=1.0),
+    # GCLoss_v1 (gamma_decay_epochs: LibAUC's -1 means "none", which xrisk spells None)
+    "GlobalContrastiveLoss": dict(N=8, tau=0.1, gamma=0.9, eps=1e-8, device="cpu",
+                                  distributed=False, enable_isogclr=False, tau_min=0.05,
+                                  tau_max=0.7, rho=0.3, eta=0.01, beta=0.9,
+                                  gamma_schedule="constant", gamma_decay_epochs=10),
+    # GCLoss_v2 (temperature_scheme: LibAUC's 'global_constant' is xrisk's 'global')
+    "BimodalContrastiveLoss": dict(N=8, tau=0.01, gamma=0.9, cache_labels=False, rank=0,
+                                   world_size=1, distributed=False,
+                                   temperature_scheme="global", tau_min=0.005, tau_max=0.05,
+                                   rho=6.0, eta=0.01, beta=0.9, gamma_schedule="constant",
+                                   gamma_decay_epochs=10),
+    "InfoNCELoss": dict(),  # no LibAUC counterpart
+    "ListwiseCELoss": dict(N=8, num_pos=2, gamma=0.9, eps=1e-10, device="cpu"),
+    "NDCGLoss": dict(N=8, num_user=4, num_item=20, num_pos=2, gamma0=0.9, gamma1=0.9,
+                     eta0=0.01, margin=1.0, topk=5, topk_version="theo", tau_1=0.01,
+                     tau_2=0.0001, sigmoid_alpha=2.0, surrogate_loss="squared_hinge",
+                     device="cpu"),
 }
 
 #: LibAUC name -> xrisk name (hparam: PairwiseAUCLoss's default surrogate is logistic, whose
 #: hparam is the scale).
-RENAMED = {"data_len": "num_samples", "data_length": "num_samples", "surr_loss": "surrogate",
-           "Lambda": "lam", "threshold": "margin", "hparam": "scale"}
+RENAMED = {"data_len": "num_samples", "data_length": "num_samples", "N": "num_samples",
+           "data_size": "num_samples", "surr_loss": "surrogate",
+           "Lambda": "lam", "threshold": "margin", "hparam": "scale",
+           "num_user": "num_queries", "num_item": "num_items", "topk": "top_k",
+           "topk_version": "top_k_version", "surrogate_loss": "surrogate"}
 #: LibAUC names xrisk does not take -> what the message must say.
 DROPPED = {"pos_len": "Fix: drop pos_len=", "num_neg": "Fix: drop num_neg=",
-           "backend": "Fix: drop backend="}
+           "backend": "Fix: drop backend=", "enable_isogclr": "temperature_scheme='individual'",
+           "eps": "Fix: drop eps=", "distributed": "Fix: drop distributed=",
+           "rank": "Fix: drop rank=", "world_size": "Fix: drop world_size=",
+           "cache_labels": "Fix: drop cache_labels=",
+           "is_scent": "Fix: EntLossClassification(..., mode=",
+           "num_pos": "Fix: drop num_pos="}
+#: Sizes a loss needs besides the argument under test.
+SIZES = {"num_samples": 8, "num_labels": 3, "num_interactions": 8, "num_queries": 4,
+         "num_items": 20}
 DEVICE = ("pass device= to the adapter loss (xrisk.torch.{loss}(..., device=...)); the core "
           "definition has no device")
 
@@ -58,11 +99,23 @@ def _cases(kind):
             if name in kind]
 
 
+def _sizes(loss, skip=()):
+    """The size arguments ``loss`` requires, but those in ``skip``."""
+    parameters = inspect.signature(xrisk.LOSSES[loss]).parameters
+    return {name: size for name, size in SIZES.items() if name in parameters
+            and name not in skip}
+
+
+def _target(loss, name):
+    """The xrisk spelling of LibAUC's ``name`` for ``loss`` (N is the interaction count of
+    the ranking losses, the sample count of the others)."""
+    if name == "N" and "num_interactions" in inspect.signature(xrisk.LOSSES[loss]).parameters:
+        return "num_interactions"
+    return RENAMED[name]
+
+
 def _build(framework, loss, **kwargs):
-    definition = xrisk.LOSSES[loss]
-    if "num_samples" in inspect.signature(definition).parameters:
-        kwargs.setdefault("num_samples", 8)
-    return getattr(FRAMEWORKS[framework], loss)(**kwargs)
+    return getattr(FRAMEWORKS[framework], loss)(**{**_sizes(loss, skip=kwargs), **kwargs})
 
 
 def test_the_table_covers_every_registered_loss():
@@ -73,11 +126,8 @@ def test_the_table_covers_every_registered_loss():
 @pytest.mark.parametrize(("loss", "name"), _cases(RENAMED))
 def test_renamed_argument_names_the_xrisk_spelling_and_the_fix_works(framework, loss, name):
     value = LIBAUC_ARGUMENTS[loss][name]
-    target = RENAMED[name]
-    kwargs = {name: value}
-    needs_size = "num_samples" in inspect.signature(xrisk.LOSSES[loss]).parameters
-    if target != "num_samples" and needs_size:
-        kwargs["num_samples"] = 8
+    target = _target(loss, name)
+    kwargs = {name: value, **_sizes(loss, skip=(target,))}
     with pytest.raises(TypeError) as raised:
         getattr(FRAMEWORKS[framework], loss)(**kwargs)
     message = str(raised.value)

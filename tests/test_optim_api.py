@@ -18,7 +18,8 @@ import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
 
 ADAPTERS = {"torch": xtorch, "tensorflow": xtf, "jax": xjax}
-MIN_MAX = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss"}
+MIN_MAX = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss",
+           "MIDAM": "AUCMLoss"}
 
 
 def _parameters(callable_):
@@ -47,7 +48,8 @@ def test_registry_is_exported_by_the_core():
     for name, rule in xrisk.OPTIMIZERS.items():
         assert getattr(xrisk, name) is rule
     assert set(xrisk.OPTIMIZERS) == {"SOAP", "SOPA", "SOPAs", "SOTAs", "STACO", "SONG", "SGD",
-                                     "Adam", "AdamW", "PESG", "PDSCA"}
+                                     "Adam", "AdamW", "PESG", "PDSCA", "MIDAM",
+                                     "LARS"}
 
 
 def test_reprs_are_readable_and_hyper_parameters_exact():

@@ -26,7 +26,8 @@ import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
 from tests import _reference
 
-MIN_MAX = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss"}
+# MIDAM trains any min-max loss; AUC-M has its ascent direction and needs no sizes.
+MIN_MAX = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss", "MIDAM": "AUCMLoss"}
 SHAPES = [(3,), (2, 2)]
 STEPS, REGULARIZER_AFTER = 3, 1
 

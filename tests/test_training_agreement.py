@@ -58,6 +58,10 @@ LIBAUC_DEFAULTS = {
                  epoch_decay=2e-3, momentum=0.9, betas=(0.9, 0.999), eps=1e-8, amsgrad=False),
     "PDSCA": dict(learning_rate=0.1, ce_learning_rate=None, beta1=0.99, beta2=0.999,
                   clip_value=1.0, weight_decay=1e-5, epoch_decay=2e-3),
+    "MIDAM": dict(learning_rate=REQUIRED, momentum=0.0, weight_decay=0.0),
+    # LibAUC's lr=0 default trains nothing: xrisk requires the rate, as for the others.
+    "LARS": dict(learning_rate=REQUIRED, weight_decay=0.0, momentum=0.9, trust_coefficient=1e-3,
+                 exclude_1d=True),
 }
 
 # name: (optimizer, loss, loss kwargs, optimizer kwargs)
@@ -89,8 +93,11 @@ CONFIGS = {
                  dict(learning_rate=0.1, ce_learning_rate=0.3, epoch_decay=0.01)),
     "pdsca-k1-no-average": ("PDSCA", "CompositionalAUCLoss", {"k": 1},
                             dict(learning_rate=0.2, beta1=0.0, beta2=0.5)),
+    # MIDAM's rule on AUC-M (its MIDAM losses are checked in tests/test_midam.py)
+    "midam-momentum": ("MIDAM", "AUCMLoss", {"version": "v2"},
+                       dict(learning_rate=0.1, momentum=0.9, weight_decay=1e-3)),
 }
-MIN_MAX = {"PESG", "PDSCA"}
+MIN_MAX = {"PESG", "PDSCA", "MIDAM"}
 LOSS_DEFAULTS = {
     "APLoss": dict(gamma=0.9, margin=1.0, surrogate="squared_hinge", scale=1.0),
     "AUCMLoss": dict(margin=1.0, version="v1"),
@@ -118,6 +125,10 @@ def _reference_rule(optimizer, params, loss, opt_kwargs):
             beta2=hyper["beta2"], clip_value=hyper["clip_value"],
             weight_decay=hyper["weight_decay"], epoch_decay=hyper["epoch_decay"],
             margin=loss["margin"], k=loss["k"], n_aux=2)
+    if optimizer == "MIDAM":  # no clipping, no epoch decay, buf <- mu buf + (1 - mu) d
+        return _reference.ClippedOptimizer(
+            params, kind="MIDAM", lr=lr, clip_value=np.inf, weight_decay=hyper["weight_decay"],
+            momentum=hyper["momentum"], dampening=hyper["momentum"], margin=loss["margin"])
     kind = {"PESG": "PESG", "AdamW": "AdamW"}.get(optimizer, "heavy_ball")
     mode = {"SGD": "sgd", "Adam": "adam", "AdamW": "adam"}.get(optimizer) or hyper.pop("mode")
     hyper.pop("mode", None)
@@ -251,8 +262,14 @@ def _jax_run(optimizer, loss_name, loss_kwargs, opt_kwargs):
                     loss_name, np.asarray)
 
 
+#: Optimizers whose frameworks are compared in a test of their own (LARS is no clipped rule:
+#: core, torch, Keras and optax.lars agree in tests/test_optim_lars.py).
+OWN_AGREEMENT_TEST = {"LARS"}
+
+
 def test_every_optimizer_is_trained_here():
-    assert {config[0] for config in CONFIGS.values()} == set(xrisk.OPTIMIZERS)
+    trained = {config[0] for config in CONFIGS.values()}
+    assert trained | OWN_AGREEMENT_TEST == set(xrisk.OPTIMIZERS)
 
 
 @pytest.mark.parametrize("name", sorted(xrisk.OPTIMIZERS))

@@ -6,9 +6,10 @@ deep-learning framework. The framework faces live in ``xrisk.torch``, ``xrisk.te
 ``xrisk.jax``; each exports the same class names with the same constructor signatures.
 
 >>> import xrisk
->>> sorted(xrisk.LOSSES)
-['APLoss', 'AUCMLoss', 'CompositionalAUCLoss', 'CrossEntropyLoss', 'FocalLoss',
- 'PairwiseAUCLoss', 'pAUC_CVaR_Loss', 'pAUC_DRO_Loss', 'tpAUC_CVaR_Loss', 'tpAUC_KL_Loss']
+>>> [name in xrisk.LOSSES for name in ("APLoss", "NDCGLoss", "GlobalContrastiveLoss")]
+[True, True, True]
+>>> xrisk.LOSSES["APLoss"] is xrisk.APLoss
+True
 """
 
 from . import backends, surrogates
@@ -20,14 +21,37 @@ from .losses import (
     AUCMLoss,
     AUCMParams,
     Auxiliary,
+    BimodalContrastiveLoss,
+    BimodalContrastiveState,
+    BimodalIndividualState,
     CompositionalAUCLoss,
     CompositionalAUCState,
     CrossEntropyLoss,
+    EntLossClassification,
+    EntLossClassificationState,
     FocalLoss,
+    GlobalContrastiveLoss,
+    GlobalContrastiveState,
+    IndividualContrastiveState,
+    InfoNCELoss,
     Input,
+    KSONGState,
+    ListwiseCELoss,
+    ListwiseCEState,
     LossDefinition,
+    MIDAM_attention_pooling_loss,
+    MIDAM_attention_pooling_State,
+    MIDAM_softmax_pooling_loss,
+    MIDAM_softmax_pooling_State,
+    MIDAMLoss,
+    MultiLabelAUCMLoss,
+    MultiLabelAUCMParams,
+    MultiLabelpAUCLoss,
+    NDCGLoss,
+    NDCGState,
     PairwiseAUCLoss,
     StateTable,
+    meanAveragePrecisionLoss,
     pAUC_CVaR_Loss,
     pAUC_CVaR_State,
     pAUC_DRO_Loss,
@@ -39,6 +63,8 @@ from .losses import (
     tpAUC_KL_State,
 )
 from .optim import (
+    LARS,
+    MIDAM,
     OPTIMIZERS,
     PDSCA,
     PESG,
@@ -59,8 +85,20 @@ from .optim import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BimodalContrastiveLoss",
+    "BimodalContrastiveState",
+    "BimodalIndividualState",
+    "GlobalContrastiveLoss",
+    "GlobalContrastiveState",
+    "IndividualContrastiveState",
+    "InfoNCELoss",
+    "MultiLabelAUCMLoss",
+    "MultiLabelAUCMParams",
+    "MultiLabelpAUCLoss",
+    "meanAveragePrecisionLoss",
     "LOSSES",
     "OPTIMIZERS",
+    "LARS",
     "APLoss",
     "APState",
     "AUCMLoss",
@@ -74,6 +112,7 @@ __all__ = [
     "PairwiseAUCLoss",
     "PESG",
     "PDSCA",
+    "MIDAM",
     "SOAP",
     "SOPA",
     "SOPAs",
@@ -104,4 +143,16 @@ __all__ = [
     "tpAUC_CVaR_State",
     "tpAUC_KL_Loss",
     "tpAUC_KL_State",
+    "EntLossClassification",
+    "EntLossClassificationState",
+    "MIDAMLoss",
+    "MIDAM_attention_pooling_loss",
+    "MIDAM_attention_pooling_State",
+    "MIDAM_softmax_pooling_loss",
+    "MIDAM_softmax_pooling_State",
+    "ListwiseCELoss",
+    "ListwiseCEState",
+    "KSONGState",
+    "NDCGLoss",
+    "NDCGState",
 ]

@@ -23,10 +23,17 @@ __all__ = ["RENAMED", "DROPPED", "check_libauc_arguments", "guard_init"]
 RENAMED: dict[str, str] = {
     "data_len": "num_samples",     # APLoss, pAUC_CVaR_Loss, pAUC_DRO_Loss, tpAUC_KL_Loss
     "data_length": "num_samples",  # tpAUC_CVaR_loss (STACO)
+    "data_size": "num_samples",    # EntLossClassification (SCENT / SOX)
     "surr_loss": "surrogate",      # APLoss, PairwiseAUCLoss and the pAUC losses
+    "N": "num_samples",            # GCLoss_v1 / GCLoss_v2 (the contrastive losses)
     "Lambda": "lam",               # pAUC_DRO_Loss, tpAUC_KL_Loss
     "threshold": "margin",         # tpAUC_CVaR_loss (STACO): its threshold is the margin
     "hparam": "margin",            # PairwiseAUCLoss; scale for logistic (see _targets)
+    "num_user": "num_queries",     # NDCGLoss
+    "num_item": "num_items",       # NDCGLoss
+    "topk": "top_k",               # NDCGLoss (LibAUC's topk=-1 is top_k=None)
+    "topk_version": "top_k_version",  # NDCGLoss
+    "surrogate_loss": "surrogate",    # NDCGLoss
 }
 
 #: LibAUC argument -> why xrisk does not take it and the fix ({owner}, {value} filled in).
@@ -39,8 +46,26 @@ DROPPED: dict[str, str] = {
                "index (num_samples) and needs no count of positives. Fix: drop pos_len=",
     "num_neg": "LibAUC reads num_neg only with auto=False; xrisk counts the negatives of "
                "every batch. Fix: drop num_neg=",
+    "is_scent": "the update is chosen by mode: is_scent=True is mode='SCENT', False is "
+                "mode='SOX'. Fix: {owner}(..., mode='SCENT') or {owner}(..., mode='SOX')",
     "backend": "cross-entropy is the only backend (LibAUC never reads this argument either). "
                "Fix: drop backend=",
+    "enable_isogclr": "iSogCLR's individual temperatures are temperature_scheme='individual'. "
+                      "Fix: {owner}(..., temperature_scheme='individual'), or drop "
+                      "enable_isogclr=False",
+    "eps": "the estimators are stored shifted (u = u~ exp(c), never below their batch share), "
+           "so no floor is needed. Fix: drop eps=",
+    "distributed": "under data parallelism call the loss on the global batch (the views, "
+                   "gathered with their gradients, and the index of every rank); no flag is "
+                   "needed. Fix: drop distributed=",
+    "rank": "the loss needs no rank: call it on the global batch gathered in rank order. Fix: "
+            "drop rank=",
+    "world_size": "the loss needs no world size: call it on the global batch gathered in rank "
+                  "order. Fix: drop world_size=",
+    "num_pos": "the positives per query are the width of the (queries, positives) inputs "
+               "(interaction, relevance). Fix: drop num_pos=",
+    "cache_labels": "xrisk builds no label tensor to cache (positives are the pairs of one "
+                    "row). Fix: drop cache_labels=",
 }
 
 
@@ -57,6 +82,8 @@ def _shown(value: object) -> str:
 def _targets(name: str, kwargs: Mapping[str, Any],
              parameters: Mapping[str, inspect.Parameter]) -> tuple[tuple[str, ...], str]:
     """The xrisk argument(s) of LibAUC's ``name`` and a note on when they apply."""
+    if name == "N" and "num_interactions" in parameters:  # ListwiseCELoss, NDCGLoss
+        return ("num_interactions",), " (the number of relevant (query, item) pairs)"
     if name != "hparam":
         return (RENAMED[name],), ""
     # LibAUC's one hparam is the scale of the logistic surrogate, the margin of the hinge

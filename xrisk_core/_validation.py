@@ -259,10 +259,13 @@ def _as_index(x: Array, backend: Any, xp: Any) -> Array:
 
 def _values_ok(spec: Any, x: Array, spaces: dict[str, int | None], xp: Any) -> Array | None:
     """Elementwise in-graph value check of one input (``None``: nothing to check)."""
-    if spec.kind == "label":
+    if spec.kind in ("label", "partial_label"):
         if xp.isdtype(x.dtype, "bool"):
             return None  # every bool is a binary label
-        return (x == 0) | (x == 1)
+        ok = (x == 0) | (x == 1)
+        if spec.kind == "partial_label" and xp.isdtype(x.dtype, "real floating"):
+            ok = ok | (x != x)  # NaN: a missing label
+        return ok
     if spec.kind == "index":
         size = spaces[spec.keys]
         if size is None or size > xp.iinfo(x.dtype).max:  # no value of x reaches size
@@ -279,6 +282,10 @@ def _graph_message(owner: str, spec: Any, spaces: dict[str, int | None]) -> str:
     """The error of a failed in-graph check (``"raise"`` mode); the backend appends the bad
     values where it can read them."""
     name, where = spec.name, "(checked inside a traced or compiled step)"
+    if spec.kind == "partial_label":
+        return (f"{owner}: {name} must be 0, 1 or NaN (missing) {where}; expected binary "
+                "labels in {0, 1}, NaN where a label is missing. Fix: map the positive class "
+                f"to 1, every other class to 0 and unknown labels to NaN.")
     if spec.kind == "label":
         return (f"{owner}: {name} must be 0 or 1 {where}; expected binary labels in {{0, 1}}. "
                 f"Fix: map the positive class to 1 and every other class to 0, e.g. {name} = "
@@ -314,6 +321,17 @@ def _check_values(owner: str, spec: Any, values: np.ndarray, spaces: dict[str, i
                 f"{owner}: {name} must be 0 or 1; received {preview(np.unique(bad))}. "
                 "Expected binary labels in {0, 1}. Fix: map the positive class to 1 and every "
                 f"other class to 0, e.g. {name} = (y == positive_class)."
+            )
+    elif spec.kind == "partial_label":
+        if values.dtype == bool:
+            return
+        bad = values[(values != 0) & (values != 1) & ~np.isnan(values.astype(np.float64))]
+        if bad.size:
+            raise ValueError(
+                f"{owner}: {name} must be 0, 1 or NaN (missing); received "
+                f"{preview(np.unique(bad))}. Expected binary labels in {{0, 1}}, NaN where a "
+                "label is missing. Fix: map the positive class to 1, every other class to 0 "
+                f"and unknown labels to NaN, e.g. {name} = np.where(known, y == 1, np.nan)."
             )
     elif spec.kind in ("score", "data", "relevance"):
         bad = values[~np.isfinite(values)]  # indexing an all-false mask is nearly free

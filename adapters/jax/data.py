@@ -29,9 +29,9 @@ from typing import Any
 import jax.numpy as jnp
 
 from xrisk import datasets as _datasets
-from xrisk.samplers import DualSampler, RandomSampler, TriSampler
+from xrisk.samplers import BagSampler, DualSampler, RandomSampler, TriSampler
 
-__all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
+__all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler", "IndexedDataset"]
 
 
 class IndexedDataset(_datasets.IndexedDataset):

@@ -399,3 +399,107 @@ class PDSCA(XRiskOptimizer):
                            beta1=beta1, beta2=beta2, clip_value=clip_value,
                            weight_decay=weight_decay, epoch_decay=epoch_decay)
         return cls._create(rule, params, loss_fn)
+
+
+class MIDAM(XRiskOptimizer):
+    """Momentum descent-ascent for the multi-instance AUC losses (MIDAM). As an optax
+    ``GradientTransformation``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, optax, xrisk.jax as xr
+    >>> loss_fn = xr.MIDAM_softmax_pooling_loss(num_samples=4)
+    >>> opt = xr.MIDAM(loss_fn=loss_fn, learning_rate=0.1)
+    >>> params = {"w": jnp.zeros(2), "loss": loss_fn.init_params()}  # the AUCMParams node
+    >>> opt_state = opt.init(params)
+    >>> grads = jax.tree.map(jnp.zeros_like, params)
+    >>> updates, opt_state = jax.jit(opt.update)(grads, opt_state, params)
+    >>> round(float(optax.apply_updates(params, updates)["loss"].alpha), 6)  # 0.1*2*(1+b-a)
+    0.2
+    """
+
+    rule_type = xrisk.MIDAM
+
+    def __new__(cls, params: Params = None, loss_fn: Loss = None, *,
+                learning_rate: LearningRate, momentum: float = 0.0,
+                weight_decay: float = 0.0) -> MIDAM:
+        rule = xrisk.MIDAM(loss_fn, learning_rate=learning_rate, momentum=momentum,
+                           weight_decay=weight_decay)
+        return cls._create(rule, params, loss_fn)
+
+
+class _OptaxRule:
+    """``init`` / ``update`` of an optax transformation and the core rule it implements (the
+    ``rule`` property of :class:`XRiskOptimizer` reads it from the bound methods)."""
+
+    def __init__(self, rule: UpdateRule, transformation: Any) -> None:
+        self.rule = rule
+        self.transformation = transformation
+
+    def init(self, params: Any) -> Any:
+        return self.transformation.init(params)
+
+    def update(self, updates: Any, state: Any, params: Any = None,
+               **extra_args: Any) -> tuple[Any, Any]:
+        if params is None:
+            raise ValueError(f"{self.rule.name}: update() needs the current params (the trust "
+                             "ratio reads them). Fix: opt.update(grads, opt_state, params).")
+        return self.transformation.update(updates, state, params)
+
+
+def _matrices(tree: Any) -> Any:
+    """True for the leaves with 2 or more axes (LARS's weight decay and trust ratio)."""
+    return jax.tree.map(lambda leaf: getattr(leaf, "ndim", 0) > 1, tree)
+
+
+class LARS(XRiskOptimizer):
+    """Layer-wise adaptive rate scaling (LARS) with momentum, the optimizer of the contrastive
+    losses: ``optax.lars`` itself (weight decay and trust ratio masked to the tensors of 2 or
+    more axes when ``exclude_1d``), as an optax ``GradientTransformation``.
+
+    Its state is optax's: schedule the learning rate with an optax schedule
+    (``update_lr`` / ``update_regularizer`` raise and say so).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, optax, xrisk.jax as xr
+    >>> opt = xr.LARS(learning_rate=1.0, weight_decay=0.0, momentum=0.0,
+    ...               trust_coefficient=0.1)
+    >>> params = {"w": jnp.array([[3.0, 4.0]]), "b": jnp.array([1.0])}
+    >>> opt_state = opt.init(params)
+    >>> grads = {"w": jnp.array([[0.0, 2.0]]), "b": jnp.array([0.5])}
+    >>> updates, opt_state = opt.update(grads, opt_state, params)
+    >>> new = optax.apply_updates(params, updates)
+    >>> new["w"].tolist(), new["b"].tolist()  # |step of w| = 0.1 * |w|; b: plain SGD
+    ([[3.0, 3.5]], [0.5])
+    """
+
+    rule_type = xrisk.LARS
+
+    def __new__(cls, params: Params = None, *, learning_rate: LearningRate,
+                weight_decay: float = 0.0, momentum: float = 0.9,
+                trust_coefficient: float = 0.001, exclude_1d: bool = True) -> LARS:
+        rule = xrisk.LARS(learning_rate=learning_rate, weight_decay=weight_decay,
+                          momentum=momentum, trust_coefficient=trust_coefficient,
+                          exclude_1d=exclude_1d)
+        mask = _matrices if rule.exclude_1d else True
+        core = _OptaxRule(rule, optax.lars(
+            rule.learning_rate, weight_decay=rule.weight_decay, weight_decay_mask=mask,
+            trust_coefficient=rule.trust_coefficient, eps=0.0, trust_ratio_mask=mask,
+            momentum=rule.momentum))
+        return optax.GradientTransformationExtraArgs.__new__(cls, core.init, core.update)
+
+    def _refuse(self, what: str) -> TypeError:
+        return TypeError(
+            f"LARS.{what}: the JAX LARS is optax.lars, whose state keeps no learning-rate "
+            "divisor or reference point; expected a schedule in the learning rate. Fix: "
+            "xr.LARS(learning_rate=optax.cosine_decay_schedule(...), ...).")
+
+    def update_lr(self, opt_state: Any, decay_factor: float) -> Any:
+        raise self._refuse("update_lr")
+
+    def update_regularizer(self, opt_state: Any, decay_factor: float | None = None) -> Any:
+        raise self._refuse("update_regularizer")
+
+    def current_learning_rate(self, opt_state: Any) -> Any:
+        raise self._refuse("current_learning_rate")

@@ -38,7 +38,7 @@ import tensorflow as tf
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
 
-__all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
+__all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler", "IndexedDataset"]
 
 
 def _index_spec(length: int | None) -> tf.TensorSpec:
@@ -87,6 +87,20 @@ class TriSampler(_TFSource, _samplers.TriSampler):
             return spec, spec
         items = tf.TensorSpec(shape=(tasks, self.batch_size_per_task), dtype=tf.int64)
         return items, _index_spec(tasks)
+
+
+class BagSampler(_TFSource, _samplers.BagSampler):
+    """:class:`xrisk.samplers.BagSampler` with :meth:`as_dataset` (same arguments).
+
+    Batches are ``(bags, instances, mask)`` of shapes (B,), (B, K), (B, K); gather the
+    instances' features with ``tf.gather(x, instances)`` to get (B, K, ...).
+    """
+
+    def _signature(self) -> Any:
+        fixed = self.drop_last or self.num_bags % self.batch_size == 0
+        rows = self.batch_size // self.world_size if fixed else None
+        grid = tf.TensorSpec(shape=(rows, self.num_instances), dtype=tf.int64)
+        return _index_spec(rows), grid, grid
 
 
 class IndexedDataset(_datasets.IndexedDataset):

@@ -440,3 +440,58 @@ class PDSCA(XRiskOptimizer):
                            beta1=beta1, beta2=beta2, clip_value=clip_value,
                            weight_decay=weight_decay, epoch_decay=epoch_decay)
         super().__init__(rule, params, loss_fn)
+
+
+class MIDAM(XRiskOptimizer):
+    """Momentum descent-ascent for the multi-instance AUC losses (MIDAM). As a Keras 3
+    optimizer.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> w = tf.Variable([0.5, -0.5])
+    >>> loss_fn = xr.MIDAM_softmax_pooling_loss(num_samples=4)
+    >>> opt = xr.MIDAM(loss_fn=loss_fn, learning_rate=0.1)
+    >>> variables = [w, *loss_fn.trainable_variables]  # the loss's a, b, alpha included
+    >>> x = tf.random.normal((2, 3, 2))  # 2 bags, 3 instances each, 2 features
+    >>> with tf.GradientTape() as tape:
+    ...     loss = loss_fn(tf.linalg.matvec(x, w), tf.constant([1, 0]), tf.constant([0, 3]))
+    >>> _ = opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    >>> float(loss_fn.alpha) > 0  # alpha took the ascent step, not its gradient
+    True
+    """
+
+    rule_type = xrisk.MIDAM
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *,
+                 learning_rate: LearningRate, momentum: float = 0.0,
+                 weight_decay: float = 0.0) -> None:
+        rule = xrisk.MIDAM(loss_fn, learning_rate=learning_rate, momentum=momentum,
+                           weight_decay=weight_decay)
+        super().__init__(rule, params, loss_fn)
+
+
+class LARS(XRiskOptimizer):
+    """Layer-wise adaptive rate scaling (LARS) with momentum, the optimizer of the contrastive
+    losses. As a Keras 3 optimizer.
+
+    Examples
+    --------
+    >>> import tensorflow as tf, xrisk.tensorflow as xr
+    >>> w = tf.Variable([[3.0, 4.0]], dtype=tf.float64)
+    >>> opt = xr.LARS(learning_rate=1.0, weight_decay=0.0, momentum=0.0,
+    ...               trust_coefficient=0.1)
+    >>> _ = opt.apply_gradients([(tf.constant([[0.0, 2.0]], dtype=tf.float64), w)])
+    >>> w.numpy().tolist()  # the step's norm is 0.1 * |w| = 0.5
+    [[3.0, 3.5]]
+    """
+
+    rule_type = xrisk.LARS
+
+    def __init__(self, params: Params = None, *, learning_rate: LearningRate,
+                 weight_decay: float = 0.0, momentum: float = 0.9,
+                 trust_coefficient: float = 0.001, exclude_1d: bool = True) -> None:
+        rule = xrisk.LARS(learning_rate=learning_rate, weight_decay=weight_decay,
+                          momentum=momentum, trust_coefficient=trust_coefficient,
+                          exclude_1d=exclude_1d)
+        super().__init__(rule, params)

@@ -49,7 +49,7 @@ from torch.utils.data import BatchSampler, Dataset, Sampler
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
 
-__all__ = ["DualSampler", "TriSampler", "RandomSampler", "IndexedDataset"]
+__all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler", "IndexedDataset"]
 
 #: numpy dtype kinds that ``torch.from_numpy`` takes: bool, signed, unsigned, float, complex.
 _TENSOR_KINDS = "biufc"
@@ -108,6 +108,20 @@ class TriSampler(_TorchBatches, _samplers.TriSampler, Sampler):
         if self.mode == "classification":
             return list(zip(first.tolist(), second.tolist(), strict=True))
         return list(zip(first, second.tolist(), strict=True))
+
+
+class BagSampler(_TorchBatches, _samplers.BagSampler, Sampler):
+    """Batch sampler version of :class:`xrisk.samplers.BagSampler` (same arguments).
+
+    Each batch is a list of ``(bag, instances, mask)`` triples, one per bag: the bag index,
+    its K instance indices into the flat instance array and their mask (int64 arrays of
+    shape (K,)); a dataset's ``__getitem__`` receives one triple (e.g. returns
+    ``(x[instances], y[bag], bag, mask)``), so every batch has shape (B, K, ...).
+    """
+
+    def _keys(self, batch: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[Any]:
+        bags, instances, mask = batch
+        return list(zip(bags.tolist(), instances, mask, strict=True))
 
 
 class IndexedDataset(_datasets.IndexedDataset, Dataset):

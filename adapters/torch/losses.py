@@ -27,10 +27,13 @@ from xrisk._adapter_support import (
     refuse_assignment,
 )
 from xrisk._libauc_names import guard_init
+from xrisk.losses.midam import midam_class_name
 from xrisk.losses.pauc import pauc_class_name
 
+from .distributed import check_call as check_distributed_call
+
 # One class per entry of the core registry (a missing one fails this import).
-__all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss"]
+__all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss", "MIDAMLoss"]
 
 DType: TypeAlias = str | torch.dtype | None
 Device: TypeAlias = str | torch.device | None
@@ -80,6 +83,7 @@ class XRiskLoss(LossContainer, nn.Module):
 
         Inputs follow ``self.definition.inputs()`` (e.g. scores, labels, index).
         """
+        check_distributed_call(self, inputs, named)  # no-op without a process group
         loss, new_state = self.definition.apply(
             self.state, *inputs, params=self.aux_params, **named
         )
@@ -372,6 +376,249 @@ class tpAUC_CVaR_Loss(XRiskLoss):
                          dtype=dtype, device=device)
 
 
+class ListwiseCELoss(XRiskLoss):
+    """Listwise cross-entropy (the warm-up of SONG) as a ``torch.nn.Module``; the rows
+    ``u`` = [u~, log-shift] per interaction are a buffer.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.ListwiseCELoss(num_interactions=5, gamma=1.0, dtype="float64")
+    >>> scores = torch.tensor([[2.0, 0.5, 1.0], [1.0, 0.0, 3.0]], dtype=torch.float64,
+    ...                       requires_grad=True)  # per query: 1 positive, 2 negatives
+    >>> loss = loss_fn(scores, torch.tensor([[0], [3]]))
+    >>> loss.backward()
+    >>> round(loss.item(), 4), (loss_fn.u[:, 0] * torch.exp(loss_fn.u[:, 1]))[3].item() > 3
+    (0.669, True)
+    """
+
+    definition_type = xrisk.ListwiseCELoss
+
+    def __init__(self, num_interactions: int, *, gamma: float = 0.9, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.ListwiseCELoss(num_interactions, gamma=gamma),
+                         dtype=dtype, device=device)
+
+
+class NDCGLoss(XRiskLoss):
+    """NDCG (SONG) or top-K NDCG (K-SONG, ``top_k=K``) as a ``torch.nn.Module``; ``u`` per
+    interaction and ``lambda_q``, ``s_q`` per query are buffers.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.NDCGLoss(num_interactions=4, num_queries=2, num_items=10, dtype="float64")
+    >>> scores = torch.tensor([[0.9, 0.1, 0.3], [0.2, 0.8, 0.5]], dtype=torch.float64,
+    ...                       requires_grad=True)  # per query: 2 positives, 1 negative
+    >>> loss = loss_fn(scores, relevance=torch.tensor([[3.0, 1.0], [2.0, 2.0]]),
+    ...                query=torch.tensor([0, 1]), interaction=torch.tensor([[0, 1], [2, 3]]),
+    ...                num_relevant=torch.tensor([2.0, 2.0]),
+    ...                ideal_dcg=torch.tensor([7.63, 4.89]))
+    >>> loss.backward()
+    >>> round(loss.item(), 4), loss_fn.u.round(decimals=4).tolist()
+    (0.2142, [0.36, 1.704, 1.575, 0.495])
+    """
+
+    definition_type = xrisk.NDCGLoss
+
+    def __init__(self, num_interactions: int, num_queries: int, num_items: int | None, *,
+                 gamma0: float = 0.9, gamma1: float = 0.9, eta0: float = 0.01,
+                 margin: float = 1.0, top_k: int | None = None, top_k_version: str = "theo",
+                 tau_1: float = 0.01, tau_2: float = 0.0001, sigmoid_alpha: float = 2.0,
+                 surrogate: str = "squared_hinge", scale: float = 1.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.NDCGLoss(num_interactions, num_queries, num_items,
+                                        gamma0=gamma0, gamma1=gamma1, eta0=eta0, margin=margin,
+                                        top_k=top_k, top_k_version=top_k_version, tau_1=tau_1,
+                                        tau_2=tau_2, sigmoid_alpha=sigmoid_alpha,
+                                        surrogate=surrogate, scale=scale),
+                         dtype=dtype, device=device)
+
+
+class MultiLabelAUCMLoss(XRiskLoss):
+    """Multi-label AUC-margin loss as a ``torch.nn.Module``; a, b, alpha are
+    ``nn.Parameter``\\ s of shape (num_labels,), trained with :class:`xrisk.torch.PESG`.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.MultiLabelAUCMLoss(2, version="v2", dtype="float64")
+    >>> with torch.no_grad():
+    ...     _ = loss_fn.a.fill_(0.3), loss_fn.b.fill_(0.2), loss_fn.alpha.fill_(0.5)
+    >>> scores = torch.tensor([[0.1, 0.9], [0.4, 0.2], [0.35, 0.6], [0.8, 0.3]],
+    ...                       dtype=torch.float64)
+    >>> nan = float("nan")  # a missing label
+    >>> labels = torch.tensor([[0, 1], [0, 0], [1, nan], [1, 0]], dtype=torch.float64)
+    >>> round(loss_fn(scores, labels).item(), 5), tuple(loss_fn.alpha.shape)
+    (0.52063, (2,))
+    """
+
+    definition_type = xrisk.MultiLabelAUCMLoss
+
+    def __init__(self, num_labels: int, *, margin: float = 1.0, version: str = "v1",
+                 imratio: float | None = None, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.MultiLabelAUCMLoss(num_labels, margin=margin, version=version,
+                                                  imratio=imratio),
+                         dtype=dtype, device=device)
+
+
+class meanAveragePrecisionLoss(XRiskLoss):  # noqa: N801  (LibAUC's name)
+    """Mean average precision (SOAP per label) as a ``torch.nn.Module``; the (label, sample)
+    table ``u`` is a buffer.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.meanAveragePrecisionLoss(2, num_samples=4, dtype="float64")
+    >>> scores = torch.tensor([[0.9, 0.1], [0.2, 0.7], [0.6, 0.5], [0.4, 0.3]],
+    ...                       dtype=torch.float64, requires_grad=True)
+    >>> labels = torch.tensor([[1, 0], [0, 1], [1, float("nan")], [0, 1]], dtype=torch.float64)
+    >>> loss = loss_fn(scores, labels, torch.tensor([0, 1, 2, 3]))
+    >>> loss.backward()
+    >>> loss_fn.u.reshape(2, 4, 2)[0, :, 0].round(decimals=4).tolist()  # label 0's u_all
+    [0.4118, 0.0, 0.8303, 0.0]
+    """
+
+    definition_type = xrisk.meanAveragePrecisionLoss
+
+    def __init__(self, num_labels: int, num_samples: int, *, gamma: float = 0.9,
+                 margin: float = 1.0, surrogate: str = "squared_hinge", scale: float = 1.0,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.meanAveragePrecisionLoss(num_labels, num_samples, gamma=gamma,
+                                                        margin=margin, surrogate=surrogate,
+                                                        scale=scale),
+                         dtype=dtype, device=device)
+
+
+class MultiLabelpAUCLoss(XRiskLoss):
+    """Multi-label partial AUC (every mode of ``pAUCLoss``, STACO included) as a
+    ``torch.nn.Module``; every label's state rows are buffers of their own.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.MultiLabelpAUCLoss(2, num_samples=4, mode="STACO", margin=1.0,
+    ...                                 dtype="float64")
+    >>> scores = torch.tensor([[0.9, 0.1], [0.2, 0.7], [0.6, 0.5], [0.4, 0.3]],
+    ...                       dtype=torch.float64, requires_grad=True)
+    >>> labels = torch.tensor([[1, 0], [0, 1], [1, 0], [0, 1]])
+    >>> task = torch.tensor([0, 0, 0, 0])  # a TriSampler batch of task 0 only
+    >>> loss = loss_fn(scores, labels, torch.tensor([0, 1, 2, 3]), task)
+    >>> loss.backward()
+    >>> round(loss.item(), 4), loss_fn.s2.tolist()  # label 1 is not in the batch
+    (1.34, [0.1, 0.0])
+    """
+
+    definition_type = xrisk.MultiLabelpAUCLoss
+
+    def __init__(self, num_labels: int, num_samples: int, *, mode: str = "1w",
+                 margin: float | None = None, beta: float | None = None,
+                 eta: float | None = None, gamma: float | None = None,
+                 lam: float | None = None, tau: float | None = None,
+                 gammas: tuple[float, float] | None = None, alpha: float | None = None,
+                 beta_0: float | None = None, beta_1: float | None = None,
+                 theta_0: float | None = None, theta_1: float | None = None,
+                 surrogate: str = "squared_hinge", scale: float = 1.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.MultiLabelpAUCLoss(
+            num_labels, num_samples, mode=mode, margin=margin, beta=beta, eta=eta, gamma=gamma,
+            lam=lam, tau=tau, gammas=gammas, alpha=alpha, beta_0=beta_0, beta_1=beta_1,
+            theta_0=theta_0, theta_1=theta_1, surrogate=surrogate, scale=scale),
+            dtype=dtype, device=device)
+
+
+class GlobalContrastiveLoss(XRiskLoss):
+    """Unimodal global contrastive loss (SogCLR; iSogCLR with individual temperatures) as
+    a ``torch.nn.Module``; the shifted estimators ``u`` = [u~, c] (u = u~ exp(c)) and the
+    individual temperatures ``temperature`` = [tau_i, momentum] live in buffers.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.GlobalContrastiveLoss(num_samples=5, tau=0.5, gamma=1.0, dtype="float64")
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=torch.float64,
+    ...                  requires_grad=True)
+    >>> loss = loss_fn(x, x.flip(0), torch.tensor([0, 1, 3]))
+    >>> loss.backward()
+    >>> u = loss_fn.u[:, 0] * torch.exp(loss_fn.u[:, 1])  # u = u~ exp(c) of every sample
+    >>> round(loss.item(), 4), u.round(decimals=4).tolist()
+    (0.0288, [4.1656, 2.9765, 0.0, 4.1656, 0.0])
+    """
+
+    definition_type = xrisk.GlobalContrastiveLoss
+
+    def __init__(self, num_samples: int, *, tau: float = 0.1, gamma: float = 0.9,
+                 gamma_schedule: str = "constant", gamma_decay_epochs: int | None = None,
+                 epoch: int = 0, temperature_scheme: str = "global", tau_min: float = 0.05,
+                 tau_max: float = 0.7, rho: float = 0.3, eta: float = 0.01, beta: float = 0.9,
+                 normalize: bool = True, dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.GlobalContrastiveLoss(
+            num_samples, tau=tau, gamma=gamma, gamma_schedule=gamma_schedule,
+            gamma_decay_epochs=gamma_decay_epochs, epoch=epoch,
+            temperature_scheme=temperature_scheme, tau_min=tau_min, tau_max=tau_max, rho=rho,
+            eta=eta, beta=beta, normalize=normalize), dtype=dtype, device=device)
+
+
+class BimodalContrastiveLoss(XRiskLoss):
+    """Bimodal (image-text) global contrastive loss as a ``torch.nn.Module``; one
+    estimator table per direction, ``u_image`` and ``u_text`` (and ``temperature_image``,
+    ``temperature_text`` with individual temperatures), in buffers.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.BimodalContrastiveLoss(num_samples=5, tau=0.5, gamma=1.0, dtype="float64")
+    >>> image = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=torch.float64,
+    ...                      requires_grad=True)
+    >>> text = torch.tensor([[0.8, 0.6], [0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
+    >>> loss = loss_fn(image, text, torch.tensor([0, 1, 3]))
+    >>> loss.backward()
+    >>> u = loss_fn.u_image[:, 0] * torch.exp(loss_fn.u_image[:, 1])  # image anchors
+    >>> round(loss.item(), 4), u[:2].round(decimals=4).tolist()
+    (-0.0295, [0.8469, 0.2923])
+    """
+
+    definition_type = xrisk.BimodalContrastiveLoss
+
+    def __init__(self, num_samples: int, *, tau: float = 0.01, gamma: float = 0.9,
+                 gamma_schedule: str = "constant", gamma_decay_epochs: int | None = None,
+                 epoch: int = 0, temperature_scheme: str = "global", tau_min: float = 0.005,
+                 tau_max: float = 0.05, rho: float = 6.0, eta: float = 0.01, beta: float = 0.9,
+                 negative_reduction: str = "mean", normalize: bool = True, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.BimodalContrastiveLoss(
+            num_samples, tau=tau, gamma=gamma, gamma_schedule=gamma_schedule,
+            gamma_decay_epochs=gamma_decay_epochs, epoch=epoch,
+            temperature_scheme=temperature_scheme, tau_min=tau_min, tau_max=tau_max, rho=rho,
+            eta=eta, beta=beta, negative_reduction=negative_reduction, normalize=normalize),
+            dtype=dtype, device=device)
+
+
+class InfoNCELoss(XRiskLoss):
+    """In-batch InfoNCE (SimCLR, CLIP) as a ``torch.nn.Module``, the baseline of the
+    global contrastive losses (no state).
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.InfoNCELoss(tau=0.5, dtype="float64")
+    >>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=torch.float64,
+    ...                  requires_grad=True)
+    >>> loss = loss_fn(x, x.flip(0))
+    >>> loss.backward()
+    >>> round(loss.item(), 4)
+    1.5032
+    """
+
+    definition_type = xrisk.InfoNCELoss
+
+    def __init__(self, *, tau: float = 0.1, within_view: bool = True, normalize: bool = True,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.InfoNCELoss(tau=tau, within_view=within_view,
+                                           normalize=normalize), dtype=dtype, device=device)
+
+
 def pAUCLoss(mode: str = "1w", **kwargs: Any) -> XRiskLoss:
     """The partial-AUC loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
 
@@ -387,3 +634,123 @@ def pAUCLoss(mode: str = "1w", **kwargs: Any) -> XRiskLoss:
     ('tpAUC_KL_Loss', 0.5)
     """
     return globals()[pauc_class_name(mode)](**kwargs)
+
+
+class MIDAM_softmax_pooling_loss(XRiskLoss):
+    """Multi-instance AUC with softmax pooling (MIDAM) as a ``torch.nn.Module``; the bag
+    estimators ``s`` and the current weight ``smoothing`` are buffers, a, b, alpha
+    ``nn.Parameter``\\ s. Train with :class:`xrisk.torch.MIDAM`.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.MIDAM_softmax_pooling_loss(num_samples=3, tau=1.0, gamma=1.0, dtype="float64")
+    >>> scores = torch.tensor([[1.0, 3.0], [1.0, 1.0]], dtype=torch.float64).log()
+    >>> scores = scores.requires_grad_()  # instance scores of two bags, two instances each
+    >>> loss = loss_fn(scores, torch.tensor([1, 0]), torch.tensor([0, 2]))
+    >>> loss.backward()
+    >>> round(loss.item(), 4)  # log(2)^2: a = b = alpha = 0, h = log mean exp(scores)
+    0.4805
+    >>> loss_fn.update_smoothing(2)  # gamma / 2, a buffer: saved and loaded with the state
+    >>> loss_fn.smoothing.item()
+    0.5
+    """
+
+    definition_type = xrisk.MIDAM_softmax_pooling_loss
+
+    def __init__(self, num_samples: int, *, margin: float = 1.0, tau: float = 0.1,
+                 gamma: float = 0.9, dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.MIDAM_softmax_pooling_loss(num_samples, margin=margin, tau=tau,
+                                                          gamma=gamma),
+                         dtype=dtype, device=device)
+
+    def update_smoothing(self, decay_factor: float) -> None:
+        """Divide the moving-average weight (the ``smoothing`` buffer) by ``decay_factor``."""
+        new = self.definition.update_smoothing(self.state, decay_factor)
+        with torch.no_grad():
+            self.smoothing.copy_(new.smoothing)
+
+
+class MIDAM_attention_pooling_loss(XRiskLoss):
+    """Multi-instance AUC with attention pooling (MIDAM) as a ``torch.nn.Module``; the bag
+    estimators ``s`` and the current weight ``smoothing`` are buffers, a, b, alpha
+    ``nn.Parameter``\\ s. Train with :class:`xrisk.torch.MIDAM`.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.MIDAM_attention_pooling_loss(num_samples=2, gamma=1.0, dtype="float64")
+    >>> scores = torch.tensor([[2.0, 0.0], [-1.0, 1.0]], dtype=torch.float64)
+    >>> attention = torch.tensor([[1.0, 1.0], [3.0, 1.0]], dtype=torch.float64).log()
+    >>> loss = loss_fn(scores, attention, torch.tensor([1, 0]), torch.tensor([0, 1]))
+    >>> (loss_fn.s[:, 0] / loss_fn.s[:, 1]).round(decimals=4).tolist()  # weighted means
+    [1.0, -0.5]
+    """
+
+    definition_type = xrisk.MIDAM_attention_pooling_loss
+
+    def __init__(self, num_samples: int, *, margin: float = 1.0, gamma: float = 0.9,
+                 dtype: DType = None, device: Device = None) -> None:
+        super().__init__(xrisk.MIDAM_attention_pooling_loss(num_samples, margin=margin,
+                                                            gamma=gamma),
+                         dtype=dtype, device=device)
+
+    def update_smoothing(self, decay_factor: float) -> None:
+        """Divide the moving-average weight (the ``smoothing`` buffer) by ``decay_factor``."""
+        new = self.definition.update_smoothing(self.state, decay_factor)
+        with torch.no_grad():
+            self.smoothing.copy_(new.smoothing)
+
+
+class EntLossClassification(XRiskLoss):
+    """Compositional entropy loss for extreme classification (SCENT or SOX) as a
+    ``torch.nn.Module``; the per-sample rows ``nu`` = [nu, seen] and the SOX weight
+    ``smoothing`` are buffers.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> loss_fn = xr.EntLossClassification(num_samples=4, mode="SOX", dtype="float64")
+    >>> logits = torch.tensor([[2.0, 0.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    >>> labels = torch.tensor([1])
+    >>> shifted = logits - logits.gather(1, labels[:, None])  # z_k - z_y
+    >>> loss = loss_fn(shifted, torch.tensor([3]))
+    >>> loss.backward()  # first visit: nu = log mean exp(z - z_y), so the gradient is CE's
+    >>> logits.grad.round(decimals=4).tolist()  # softmax(logits) - onehot(label)
+    [[0.6652, -0.91, 0.2447]]
+    >>> loss_fn.adjust_gamma(5, 10)  # SOX's cosine schedule, from 1 down to gamma
+    >>> round(loss_fn.smoothing.item(), 4)
+    0.95
+    """
+
+    definition_type = xrisk.EntLossClassification
+
+    def __init__(self, num_samples: int, *, mode: str = "SCENT", alpha: float = 10.0,
+                 gamma: float = 0.9, alpha_multiplier: float = 1.0, dtype: DType = None,
+                 device: Device = None) -> None:
+        super().__init__(xrisk.EntLossClassification(num_samples, mode=mode, alpha=alpha,
+                                                     gamma=gamma,
+                                                     alpha_multiplier=alpha_multiplier),
+                         dtype=dtype, device=device)
+
+    def adjust_gamma(self, epoch: int, num_epochs: int) -> None:
+        """Set SOX's weight (the ``smoothing`` buffer) for ``epoch`` of ``num_epochs``."""
+        new = self.definition.adjust_gamma(self.state, epoch, num_epochs)
+        with torch.no_grad():
+            self.smoothing.copy_(new.smoothing)
+
+
+def MIDAMLoss(mode: str = "attention", **kwargs: Any) -> XRiskLoss:  # noqa: N802
+    """The multi-instance AUC loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
+
+    ``"softmax"`` -> :class:`MIDAM_softmax_pooling_loss`, ``"attention"`` ->
+    :class:`MIDAM_attention_pooling_loss`; another mode raises a ValueError that lists these.
+
+    Examples
+    --------
+    >>> import xrisk.torch as xr
+    >>> loss_fn = xr.MIDAMLoss("softmax", num_samples=100, tau=0.5)
+    >>> type(loss_fn).__name__, loss_fn.tau
+    ('MIDAM_softmax_pooling_loss', 0.5)
+    """
+    return globals()[midam_class_name(mode)](**kwargs)

@@ -638,3 +638,57 @@ class PDSCA(XRiskOptimizer):
                            beta1=beta1, beta2=beta2, clip_value=clip_value,
                            weight_decay=weight_decay, epoch_decay=epoch_decay)
         super().__init__(rule, params, loss_fn)
+
+
+class MIDAM(XRiskOptimizer):
+    """Momentum descent-ascent for the multi-instance AUC losses (MIDAM). As a
+    ``torch.optim.Optimizer``.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> model = torch.nn.Linear(2, 1)
+    >>> loss_fn = xr.MIDAM_attention_pooling_loss(num_samples=4)
+    >>> opt = xr.MIDAM(model.parameters(), loss_fn, learning_rate=0.1, momentum=0.9)
+    >>> x = torch.randn(2, 3, 2)  # 2 bags, 3 instances each, 2 features
+    >>> scores = model(x).squeeze(-1)  # instance scores; attention logits from the same model
+    >>> loss_fn(scores, scores.detach(), torch.tensor([1, 0]), torch.tensor([0, 3])).backward()
+    >>> opt.step()  # descent on the model's weights and a, b; then ascent on alpha
+    >>> loss_fn.alpha.item() > 0
+    True
+    """
+
+    rule_type = xrisk.MIDAM
+
+    def __init__(self, params: Params = None, loss_fn: Loss = None, *, learning_rate: float,
+                 momentum: float = 0.0, weight_decay: float = 0.0) -> None:
+        rule = xrisk.MIDAM(loss_fn, learning_rate=learning_rate, momentum=momentum,
+                           weight_decay=weight_decay)
+        super().__init__(rule, params, loss_fn)
+
+
+class LARS(XRiskOptimizer):
+    """Layer-wise adaptive rate scaling (LARS) with momentum, the optimizer of the contrastive
+    losses. As a ``torch.optim.Optimizer``.
+
+    Examples
+    --------
+    >>> import torch, xrisk.torch as xr
+    >>> w = torch.nn.Parameter(torch.tensor([[3.0, 4.0]], dtype=torch.float64))
+    >>> opt = xr.LARS([w], learning_rate=1.0, weight_decay=0.0, momentum=0.0,
+    ...               trust_coefficient=0.1)
+    >>> w.grad = torch.tensor([[0.0, 2.0]], dtype=torch.float64)
+    >>> opt.step()
+    >>> w.detach().numpy().tolist()  # the step's norm is 0.1 * |w| = 0.5
+    [[3.0, 3.5]]
+    """
+
+    rule_type = xrisk.LARS
+
+    def __init__(self, params: Params = None, *, learning_rate: float,
+                 weight_decay: float = 0.0, momentum: float = 0.9,
+                 trust_coefficient: float = 0.001, exclude_1d: bool = True) -> None:
+        rule = xrisk.LARS(learning_rate=learning_rate, weight_decay=weight_decay,
+                          momentum=momentum, trust_coefficient=trust_coefficient,
+                          exclude_1d=exclude_1d)
+        super().__init__(rule, params)

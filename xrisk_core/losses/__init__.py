@@ -26,6 +26,30 @@ from .classification import (
     FocalLoss,
     PairwiseAUCLoss,
 )
+from .contrastive import (
+    BimodalContrastiveLoss,
+    BimodalContrastiveState,
+    BimodalIndividualState,
+    GlobalContrastiveLoss,
+    GlobalContrastiveState,
+    IndividualContrastiveState,
+    InfoNCELoss,
+    gamma_at,
+)
+from .extreme import EXTREME_MODES, EntLossClassification, EntLossClassificationState
+from .midam import (
+    MIDAM_attention_pooling_loss,
+    MIDAM_attention_pooling_State,
+    MIDAM_softmax_pooling_loss,
+    MIDAM_softmax_pooling_State,
+    MIDAMLoss,
+)
+from .multilabel import (
+    MultiLabelAUCMLoss,
+    MultiLabelAUCMParams,
+    MultiLabelpAUCLoss,
+    meanAveragePrecisionLoss,
+)
 from .pauc import (
     pAUC_CVaR_Loss,
     pAUC_CVaR_State,
@@ -37,9 +61,22 @@ from .pauc import (
     tpAUC_KL_Loss,
     tpAUC_KL_State,
 )
+from .ranking import KSONGState, ListwiseCELoss, ListwiseCEState, NDCGLoss, NDCGState
 
 __all__ = [
+    "BimodalContrastiveLoss",
+    "BimodalContrastiveState",
+    "BimodalIndividualState",
+    "GlobalContrastiveLoss",
+    "GlobalContrastiveState",
+    "IndividualContrastiveState",
+    "InfoNCELoss",
+    "gamma_at",
     "LOSSES",
+    "MultiLabelAUCMLoss",
+    "MultiLabelAUCMParams",
+    "MultiLabelpAUCLoss",
+    "meanAveragePrecisionLoss",
     "INPUT_KINDS",
     "NO_PARAMS",
     "ROLES",
@@ -68,6 +105,19 @@ __all__ = [
     "tpAUC_CVaR_State",
     "tpAUC_KL_Loss",
     "tpAUC_KL_State",
+    "EXTREME_MODES",
+    "EntLossClassification",
+    "EntLossClassificationState",
+    "MIDAMLoss",
+    "MIDAM_attention_pooling_loss",
+    "MIDAM_attention_pooling_State",
+    "MIDAM_softmax_pooling_loss",
+    "MIDAM_softmax_pooling_State",
+    "ListwiseCELoss",
+    "ListwiseCEState",
+    "KSONGState",
+    "NDCGLoss",
+    "NDCGState",
 ]
 
 #: Every loss definition, by public class name.
@@ -82,4 +132,15 @@ LOSSES: dict[str, type[LossDefinition]] = {
     "pAUC_DRO_Loss": pAUC_DRO_Loss,
     "tpAUC_KL_Loss": tpAUC_KL_Loss,
     "tpAUC_CVaR_Loss": tpAUC_CVaR_Loss,
+    "MIDAM_softmax_pooling_loss": MIDAM_softmax_pooling_loss,
+    "MIDAM_attention_pooling_loss": MIDAM_attention_pooling_loss,
+    "EntLossClassification": EntLossClassification,
+    "MultiLabelAUCMLoss": MultiLabelAUCMLoss,
+    "meanAveragePrecisionLoss": meanAveragePrecisionLoss,
+    "MultiLabelpAUCLoss": MultiLabelpAUCLoss,
+    "ListwiseCELoss": ListwiseCELoss,
+    "NDCGLoss": NDCGLoss,
+    "GlobalContrastiveLoss": GlobalContrastiveLoss,
+    "BimodalContrastiveLoss": BimodalContrastiveLoss,
+    "InfoNCELoss": InfoNCELoss,
 }

@@ -55,6 +55,7 @@ Array = Any
 INPUT_KINDS = {
     "score": "floating model outputs, finite (differentiable)",
     "label": "binary labels in {0, 1}",
+    "partial_label": "binary labels in {0, 1}; NaN (floating dtypes) marks a missing label",
     "index": "integer keys in [0, size of the input's key space)",
     "relevance": "graded relevance, finite and >= 0",
     "data": "finite floating data that is not differentiated (counts, ideal DCG)",
@@ -208,6 +209,24 @@ class LossDefinition(Configured):
         """Name -> :class:`StateTable` of every state entry, in ``state_type`` order."""
         return {}
 
+    def row_keys(self) -> dict[str, tuple[str, ...]]:
+        """Key space -> the index inputs whose values are the rows a step reads and writes in
+        the tables of that space.
+
+        Sharded state (:mod:`xrisk.distributed`) fetches only those rows, renumbered into a
+        compact table, so the step must address the space's tables through these inputs
+        alone. The default takes every key space of a state table addressed by a required
+        index input; tables of other spaces (derived keys, small per-label tables read
+        whole) stay replicated. A loss that addresses a space's rows otherwise overrides
+        this to leave that space out.
+        """
+        spaces = {table.keys for table in self.state_tables().values() if table.keys}
+        out: dict[str, tuple[str, ...]] = {}
+        for spec in self.inputs():
+            if spec.kind == "index" and spec.keys in spaces and not spec.optional:
+                out[spec.keys] = (*out.get(spec.keys, ()), spec.name)
+        return out
+
     def auxiliaries(self) -> dict[str, Auxiliary]:
         """Name -> :class:`Auxiliary` of every trainable auxiliary, in ``params_type`` order."""
         return {}
@@ -305,7 +324,10 @@ class LossDefinition(Configured):
                     ) -> dict[str, Array]:
         """Score and data inputs of fewer than 32 bits, cast to the loss's float dtype: their
         sums over a batch overflow or underflow (float16 tops at 65504, its normal numbers
-        start at 6e-5), and TensorFlow does not promote them against float32 auxiliaries."""
+        start at 6e-5), and TensorFlow does not promote them against float32 auxiliaries.
+        Floating data inputs (counts, ideal DCG: never differentiated) then take the scores'
+        dtype, so float64 numpy data meets float32 scores on every backend (TensorFlow does
+        not promote mixed float dtypes)."""
         widened = None
         for spec in self.inputs():
             x = checked[spec.name]
@@ -315,6 +337,15 @@ class LossDefinition(Configured):
                                     if xp.isdtype(v.dtype, "real floating")), xp.float32)
                     checked = dict(checked)
                 checked[spec.name] = xp.astype(x, widened)
+        specs = self.inputs()
+        score = next((checked[spec.name] for spec in specs
+                      if spec.kind == "score" and checked[spec.name] is not None), None)
+        for spec in specs:
+            x = checked[spec.name]
+            if (spec.kind == "data" and x is not None and score is not None
+                    and xp.isdtype(x.dtype, "real floating") and x.dtype != score.dtype):
+                checked = dict(checked)
+                checked[spec.name] = xp.astype(x, score.dtype)
         return checked
 
     def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:

@@ -13,9 +13,25 @@ from typing import Any, NamedTuple
 from .._state import focus_rows, key_gaps
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows"]
+__all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows", "label_masks"]
 
 Array = Any
+
+
+def label_masks(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array, Array | None]:
+    """``(positive, negative, observed)`` masks (B,) in ``dtype`` (0.0 / 1.0) of ``labels``.
+
+    Integer and bool labels are all observed: ``observed`` is ``None`` and ``negative`` is
+    ``1 - positive``, the binary losses' path. Floating labels may hold NaN, a missing label
+    (the multi-label losses pass a label column that way): it is neither positive nor negative
+    and ``observed`` is 0 there. The branch is on the dtype, never on values (jit-safe).
+    """
+    values = xp.astype(labels, dtype)
+    if not xp.isdtype(labels.dtype, "real floating"):
+        return values, 1 - values, None
+    positive = xp.astype(values == 1, dtype)
+    negative = xp.astype(values == 0, dtype)
+    return positive, negative, positive + negative
 
 
 class PositiveRows(NamedTuple):

@@ -26,7 +26,7 @@ from .._state import StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
-from ._binary import BinaryLoss
+from ._binary import BinaryLoss, label_masks
 
 __all__ = ["APLoss", "APState"]
 
@@ -152,8 +152,10 @@ class APLoss(BinaryLoss):
     def _loss(self, step: Step, state: APState, params: Any, scores: Array, labels: Array,
               index: Array) -> tuple[Array, APState]:
         xp, stop = step.xp, step.stop
-        positive = xp.astype(labels, scores.dtype)
-        batch = scores.shape[0]
+        # Floating labels may hold NaN (a missing label of a multi-label column): such an
+        # example is left out of every sum, as if it were not in the batch.
+        positive, _, observed = label_masks(labels, scores.dtype, xp)
+        batch = scores.shape[0] if observed is None else xp.clip(xp.sum(observed), 1, None)
 
         # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any example.
         # s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B negation.
@@ -165,7 +167,8 @@ class APLoss(BinaryLoss):
         # (B, B) product: the fast path of matrix products (the (B, B) @ (B, 2) form is several
         # times slower). Its gradient is the FCCO estimate below, so the pair matrix is
         # reduced once, forward and backward.
-        sums = xp.stack([xp.ones_like(positive), positive], axis=0) @ pair  # (2, B)
+        members = xp.ones_like(positive) if observed is None else observed
+        sums = xp.stack([members, positive], axis=0) @ pair  # (2, B)
 
         # The state is written for positives only, so only their rows are read and written;
         # positives that share a dataset index pool their estimates (the duplicate rule), and

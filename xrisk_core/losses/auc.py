@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from .._state import masked_mean
 from .._validation import check_choice, check_fraction, check_positive
 from ._base import Auxiliary, NoState, Step
-from ._binary import BinaryLoss
+from ._binary import BinaryLoss, label_masks
 
 __all__ = ["AUCMLoss", "AUCMParams", "aucm_value"]
 
@@ -107,23 +107,26 @@ class AUCMLoss(BinaryLoss):
 
 
 def aucm_value(scores: Array, labels: Array, params: AUCMParams, *, margin: float,
-               version: str, imratio: float | None, xp: Any) -> Array:
+               version: str, imratio: float | None, xp: Any, axis: int | None = None) -> Array:
     """The AUC-M objective of one batch (see :class:`AUCMLoss`); shared with the losses that
-    alternate it with another objective (:class:`CompositionalAUCLoss`)."""
+    alternate it with another objective (:class:`CompositionalAUCLoss`) and with the
+    multi-label loss, which passes scores and labels (B, K), a, b, alpha (K,) and ``axis=0``
+    to get the K per-label values. NaN labels (floating dtypes) are missing: left out of
+    every mean, as if the example were not in the batch."""
     a, b, alpha = params
-    positive = xp.astype(labels, scores.dtype)
-    negative = 1 - positive
+    positive, negative, observed = label_masks(labels, scores.dtype, xp)
     if version == "v2":
         return (
-            masked_mean((scores - a) ** 2, positive, xp=xp)
-            + masked_mean((scores - b) ** 2, negative, xp=xp)
-            + 2 * alpha * (margin + masked_mean(scores, negative, xp=xp)
-                           - masked_mean(scores, positive, xp=xp))
+            masked_mean((scores - a) ** 2, positive, axis=axis, xp=xp)
+            + masked_mean((scores - b) ** 2, negative, axis=axis, xp=xp)
+            + 2 * alpha * (margin + masked_mean(scores, negative, axis=axis, xp=xp)
+                           - masked_mean(scores, positive, axis=axis, xp=xp))
             - alpha * alpha
         )
-    batch = scores.shape[0]
-    p = xp.sum(positive) / batch if imratio is None else imratio
-    mean = lambda values: xp.sum(values) / batch  # noqa: E731  (mean over the whole batch)
+    batch = scores.shape[0] if observed is None else xp.clip(
+        xp.sum(observed, axis=axis), 1, None)
+    p = xp.sum(positive, axis=axis) / batch if imratio is None else imratio
+    mean = lambda values: xp.sum(values, axis=axis) / batch  # noqa: E731  (mean over the batch)
     return (
         (1 - p) * mean((scores - a) ** 2 * positive)
         + p * mean((scores - b) ** 2 * negative)

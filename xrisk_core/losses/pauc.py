@@ -27,7 +27,7 @@ from .._state import StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
-from ._binary import BinaryLoss, PositiveRows
+from ._binary import BinaryLoss, PositiveRows, label_masks
 
 __all__ = [
     "PAUC_MODES",
@@ -69,8 +69,8 @@ class _PairwiseLoss(BinaryLoss):
 
     def _pairs(self, step: Step, scores: Array, labels: Array) -> _Pairs:
         xp = step.xp
-        positive = xp.astype(labels, scores.dtype)
-        negative = 1 - positive
+        # NaN labels (a missing label of a multi-label column) are in neither class.
+        positive, negative, _ = label_masks(labels, scores.dtype, xp)
         value = surrogate_loss(self.surrogate,
                                xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
                                margin=self.margin, scale=self.scale, xp=xp)

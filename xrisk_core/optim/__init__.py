@@ -19,10 +19,14 @@ from ._rule import (
     update_regularizer,
 )
 from .clipped import SGD, SOAP, SONG, SOPA, STACO, Adam, AdamW, SOPAs, SOTAs
+from .lars import LARS, LARSSlots
+from .midam import MIDAM
 from .pdsca import PDSCA, PDSCASlots
 from .pesg import PESG
 
 __all__ = [
+    "LARS",
+    "LARSSlots",
     "OPTIMIZERS",
     "ClippedRule",
     "ClippedSlots",
@@ -46,6 +50,7 @@ __all__ = [
     "AdamW",
     "PESG",
     "PDSCA",
+    "MIDAM",
 ]
 
 #: Every optimizer rule, by public class name (LibAUC's names).
@@ -61,4 +66,6 @@ OPTIMIZERS: dict[str, type[UpdateRule]] = {
     "AdamW": AdamW,
     "PESG": PESG,
     "PDSCA": PDSCA,
+    "MIDAM": MIDAM,
+    "LARS": LARS,
 }

@@ -342,6 +342,11 @@ _PARAMETER_DOCS = {
     "betas": ("betas : (float, float)", "Adam: decay rates of the first and second moments."),
     "eps": ("eps : float", "Adam: added to the denominator."),
     "amsgrad": ("amsgrad : bool", "Adam: use the running maximum of the second moment."),
+    "trust_coefficient": ("trust_coefficient : float",
+                          "LARS: the trust ratio is trust_coefficient·‖θ‖/‖d‖ per tensor (> 0)."),
+    "exclude_1d": ("exclude_1d : bool",
+                   "LARS: vectors and scalars (biases, normalisation scales) take neither "
+                   "weight decay nor the trust ratio (LibAUC's, MAE's and SimCLR's rule)."),
     "beta1": ("beta1 : float",
               "Weight average of the cross-entropy phase, wbuf ← (1 - beta1)·wbuf + beta1·θ, "
               "θ ← wbuf (0 disables it)."),

@@ -48,8 +48,9 @@ Examples
 True
 """
 
+from .bag import BagSampler
 from .dual import DualSampler
 from .random import RandomSampler
 from .tri import TriSampler
 
-__all__ = ["DualSampler", "TriSampler", "RandomSampler"]
+__all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler"]

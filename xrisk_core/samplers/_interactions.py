@@ -10,11 +10,49 @@ import numpy as np
 from .._inputs import class_labels, preview, to_numpy
 from .._validation import check_count
 
-__all__ = ["Interactions"]
+__all__ = ["Interactions", "LAYOUTS"]
 
 
-def _rows_from(owner: str, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, Any]:
-    """Split ``labels`` into query ids, item ids, relevances and a default shape."""
+#: How a 2-D array of ranking labels is read (``TriSampler(..., layout=...)``).
+LAYOUTS = ("rows", "items_by_queries")
+
+_DENSE_FIX = (
+    "LibAUC's dense (num_items, num_queries) relevance matrix is read with "
+    "layout='items_by_queries' (or pass scipy.sparse.csr_matrix(matrix.T))"
+)
+
+
+def _rows_from(
+    owner: str, labels: Any, layout: str | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, Any]:
+    """Split ``labels`` into query ids, item ids, relevances and a default shape.
+
+    ``layout=None`` reads a scipy sparse matrix as (queries, items) and a 2-D array as rows
+    ``(query, item[, relevance])``; ``"items_by_queries"`` reads either as LibAUC's
+    (num_items, num_queries) relevance matrix (nonzero entries are the rated pairs). A dense
+    array is never guessed to be a matrix: with 2 or 3 queries its shape is that of rows.
+    """
+    if layout == "items_by_queries":
+        if hasattr(labels, "tocoo"):
+            coo = labels.tocoo()
+            return (np.asarray(coo.col), np.asarray(coo.row), np.asarray(coo.data),
+                    coo.shape[::-1])
+        matrix = to_numpy(labels)
+        if matrix.ndim != 2:
+            raise ValueError(
+                f"{owner}: layout='items_by_queries' labels have shape {matrix.shape}; "
+                "expected a 2-D (num_items, num_queries) relevance matrix. Fix: pass the "
+                "matrix, or rows (query, item[, relevance]) with layout='rows'."
+            )
+        values = np.asarray(matrix, dtype=np.float64)
+        if np.isnan(values).any():
+            raise ValueError(
+                f"{owner}: the relevance matrix contains NaN at (item, query) "
+                f"{preview(np.argwhere(np.isnan(values))[:3].tolist())}; expected numbers "
+                "(0: not rated, > 0: relevant). Fix: replace NaN by 0."
+            )
+        item, query = np.nonzero(values)
+        return query, item, values[item, query], (values.shape[1], values.shape[0])
     if hasattr(labels, "tocoo"):  # a scipy sparse matrix (queries x items)
         coo = labels.tocoo()
         return np.asarray(coo.row), np.asarray(coo.col), np.asarray(coo.data), coo.shape
@@ -24,8 +62,7 @@ def _rows_from(owner: str, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndar
             f"{owner}: ranking labels have shape {values.shape}; expected (num_interactions, 2) "
             "or (num_interactions, 3) rows of (query, item[, relevance]) or a scipy sparse "
             "(num_queries, num_items) matrix. Fix: e.g. np.column_stack([query, item, rating]); "
-            "LibAUC's dense (num_items, num_users) matrix becomes "
-            "scipy.sparse.csr_matrix(matrix.T)."
+            f"{_DENSE_FIX}."
         )
     relevance = values[:, 2] if values.shape[1] == 3 else None
     return values[:, 0], values[:, 1], relevance, None
@@ -48,18 +85,31 @@ class Interactions:
     skip_keys: np.ndarray
     rated_ptr: np.ndarray
     active_queries: np.ndarray
+    #: (len(relevant_keys),) float64: the relevance of each relevant pair (1.0 when the
+    #: labels had no relevance column), in the order of ``relevant_keys``.
+    relevant_values: np.ndarray | None = None
 
     @classmethod
-    def build(cls, owner: str, labels: Any, num_items: Any) -> Interactions:
-        """Validate the interactions and build the CSR rows (O(nnz log nnz), no dense matrix)."""
-        query_raw, item_raw, relevance, shape = _rows_from(owner, labels)
+    def build(cls, owner: str, labels: Any, num_items: Any, layout: str | None = None,
+              ) -> Interactions:
+        """Validate the interactions and build the CSR rows (O(nnz log nnz), no dense matrix).
+
+        ``layout``: see :func:`_rows_from`; ``"rows"`` is the same as ``None``.
+        """
+        hint = "" if layout is not None or hasattr(labels, "tocoo") else (
+            f" (if these labels are a matrix rather than rows: {_DENSE_FIX})")
+        layout = None if layout == "rows" else layout
+        query_raw, item_raw, relevance, shape = _rows_from(owner, labels, layout)
         if np.asarray(query_raw).size == 0:
             raise ValueError(
                 f"{owner}: no interactions were given (0 rows); expected at least one "
                 "(query, item) pair. Fix: pass the rated pairs of the training split."
             )
-        query = class_labels(owner, query_raw, name="query ids")
-        item = class_labels(owner, item_raw, name="item ids")
+        try:
+            query = class_labels(owner, query_raw, name="query ids")
+            item = class_labels(owner, item_raw, name="item ids")
+        except ValueError as error:
+            raise ValueError(f"{error}{hint}") from None
         if num_items is None:
             num_items = shape[1] if shape is not None else int(item.max()) + 1
         n_items = check_count(owner, "num_items", num_items)
@@ -80,10 +130,11 @@ class Interactions:
             raise ValueError(
                 f"{owner}: the (query, item) pair {pair} occurs more than once "
                 f"({repeated.size} repeats in all); expected each pair once. Fix: aggregate "
-                "repeated interactions, e.g. keep the latest rating."
+                f"repeated interactions, e.g. keep the latest rating{hint}."
             )
         if relevance is None:
-            relevant = rated
+            relevant = rated.copy()  # rated is turned into skip keys in place below
+            relevant_values = np.ones(rated.size)
         else:
             rel = np.asarray(relevance, dtype=np.float64)
             if np.isnan(rel).any():
@@ -92,7 +143,10 @@ class Interactions:
                     f"{preview(np.flatnonzero(np.isnan(rel)))}; expected numbers (> 0 marks a "
                     "relevant item). Fix: drop those rows or set their relevance to 0."
                 )
-            relevant = np.sort(keys[rel > 0])
+            chosen = rel > 0
+            order = np.argsort(keys[chosen], kind="stable")
+            relevant = keys[chosen][order]
+            relevant_values = rel[chosen][order]
         del keys
         bounds = np.arange(n_queries + 1, dtype=np.int64) * n_items
         rated_ptr = np.searchsorted(rated, bounds)
@@ -115,7 +169,8 @@ class Interactions:
         within_row = np.arange(rated.size, dtype=np.int64)
         within_row -= np.repeat(rated_ptr[:-1], np.diff(rated_ptr))
         rated -= within_row
-        return cls(n_items, n_queries, relevant, relevant_ptr, rated, rated_ptr, active)
+        return cls(n_items, n_queries, relevant, relevant_ptr, rated, rated_ptr, active,
+                   relevant_values)
 
     def sample_relevant(
         self, rng: np.random.Generator, queries: np.ndarray, count: int

@@ -22,7 +22,7 @@ from ._base import (
     libauc_guard,
     resolve_num_pos,
 )
-from ._interactions import Interactions
+from ._interactions import LAYOUTS, Interactions
 
 __all__ = ["TriSampler"]
 
@@ -41,8 +41,9 @@ class TriSampler(BaseSampler):
         ``mode="ranking"``: the interactions, either an integer array of shape
         (num_interactions, 2) or (num_interactions, 3) with rows ``(query, item[, relevance])``,
         or a scipy sparse matrix of shape (num_queries, num_items) whose stored entries are the
-        relevances (LibAUC's dense (num_items, num_users) matrix ``m`` is
-        ``scipy.sparse.csr_matrix(m.T)``). LibAUC takes the dataset first; here pass its
+        relevances; with ``layout="items_by_queries"``, LibAUC's dense (num_items,
+        num_users) relevance matrix (or a sparse one in that orientation), whose nonzero
+        entries are the rated pairs. LibAUC takes the dataset first; here pass its
         labels, e.g. ``dataset.targets``. An item is relevant to a query if its relevance is
         > 0 (rows without a relevance column are all relevant); every listed item counts as
         rated.
@@ -62,7 +63,12 @@ class TriSampler(BaseSampler):
         LibAUC's ``random_seed``.
     num_items : int, optional
         Ranking only: the number of items (negatives are drawn from ``0 .. num_items - 1``).
-        Default ``max(item) + 1`` (or the sparse matrix's column count).
+        Default ``max(item) + 1`` (or the matrix's item count).
+    layout : {"rows", "items_by_queries"}, optional
+        Ranking only: how a 2-D ``labels`` array is read. Default (``None`` or ``"rows"``):
+        rows ``(query, item[, relevance])`` (a scipy sparse matrix: queries x items).
+        ``"items_by_queries"``: LibAUC's (num_items, num_users) matrix. A dense matrix is never
+        guessed: one with 2 or 3 users has the shape of rows, so it must be declared.
 
     Yields
     ------
@@ -73,6 +79,8 @@ class TriSampler(BaseSampler):
     ranking : (item_ids, query_ids)
         int64 arrays of shape (num_sampled_tasks, num_pos + num_neg) and (num_sampled_tasks,):
         per sampled query, ``num_pos`` relevant items then ``num_neg`` unrated items.
+        :meth:`ranking_inputs` turns a batch into the other inputs of the ranking losses
+        (interaction ids, relevance, mask of the padded positives, counts, ideal DCG).
     The arrays are fresh numpy arrays; to resume a training loop, save
     ``state_dict(batches_consumed=i + 1)`` (see :mod:`xrisk.samplers`).
 
@@ -120,7 +128,8 @@ class TriSampler(BaseSampler):
     @libauc_guard(
         "labels",
         "TriSampler(labels, batch_size_per_task, *, num_sampled_tasks=None, sampling_rate=None, "
-        "num_pos=None, mode='classification', shuffle=True, seed=2023, num_items=None)",
+        "num_pos=None, mode='classification', shuffle=True, seed=2023, num_items=None, "
+        "layout=None)",
         "TriSampler(dataset.targets, batch_size_per_task, ...)",
         {
             "random_seed": lambda v: f"seed={v!r}",
@@ -149,6 +158,7 @@ class TriSampler(BaseSampler):
         shuffle: bool = True,
         seed: int = 2023,
         num_items: int | None = None,
+        layout: str | None = None,
     ) -> None:
         owner = self._owner
         mode = check_choice(owner, "mode", mode, _MODES, fix="use 'classification' for "
@@ -170,14 +180,19 @@ class TriSampler(BaseSampler):
         self.seed = check_seed(owner, seed)
         self._cache: dict[int, tuple[np.ndarray, ...]] = {}
         if mode == "classification":
-            if num_items is not None:
-                raise ValueError(
-                    f"{owner}: num_items={num_items!r} was given in classification mode; "
-                    "expected None. Fix: drop num_items or use mode='ranking'."
-                )
+            for name, value in (("num_items", num_items), ("layout", layout)):
+                if value is not None:
+                    raise ValueError(
+                        f"{owner}: {name}={value!r} was given in classification mode; "
+                        f"expected None. Fix: drop {name} or use mode='ranking'."
+                    )
             self._init_classification(labels, num_sampled_tasks)
         else:
-            self._init_ranking(labels, num_sampled_tasks, num_items)
+            if layout is not None:
+                layout = check_choice(owner, "layout", layout, LAYOUTS,
+                                      fix="pass layout='rows' for (query, item[, relevance]) "
+                                          "rows or 'items_by_queries' for LibAUC's matrix")
+            self._init_ranking(labels, num_sampled_tasks, num_items, layout)
         self._init_state()
 
     # -- classification --------------------------------------------------------------------
@@ -264,10 +279,15 @@ class TriSampler(BaseSampler):
         return out.reshape(shape), task_ids.reshape(shape)
 
     # -- ranking ---------------------------------------------------------------------------
-    def _init_ranking(self, labels: Any, num_sampled_tasks: int | None, num_items: Any) -> None:
-        self._interactions = Interactions.build(self._owner, labels, num_items)
+    def _init_ranking(self, labels: Any, num_sampled_tasks: int | None, num_items: Any,
+                      layout: str | None) -> None:
+        self._interactions = Interactions.build(self._owner, labels, num_items, layout)
         data = self._interactions
         self.num_items, self.num_queries = data.num_items, data.num_queries
+        #: Number of relevant (query, item) pairs: the ``interaction`` key space of the
+        #: ranking losses (ids ``0 .. num_interactions - 1`` in (query, item) order).
+        self.num_interactions = int(data.relevant_keys.size)
+        self._ideal: dict[int | None, np.ndarray] = {}
         self.active_queries = data.active_queries
         self.num_tasks = int(self.active_queries.size)
         self.num_sampled_tasks = self._check_num_tasks(
@@ -296,6 +316,104 @@ class TriSampler(BaseSampler):
         items[:, : self.num_pos] = self._interactions.sample_relevant(rng, queries, self.num_pos)
         items[:, self.num_pos :] = self._interactions.sample_unrated(rng, queries, self.num_neg)
         return items, queries.copy()
+
+    def ranking_inputs(self, items: Any, queries: Any, *, ideal_k: int | None = None,
+                       ) -> dict[str, np.ndarray]:
+        r"""The inputs of the ranking losses for a batch ``(items, queries)`` of this sampler.
+
+        Parameters
+        ----------
+        items : array_like of int, shape (Q, num_pos + num_neg)
+            A ranking batch's items, the ``num_pos`` relevant ones first.
+        queries : array_like of int, shape (Q,)
+        ideal_k : int, optional
+            Cut-off of the ideal DCG: ``None`` sums every relevant item (SONG, LibAUC); K gives
+            the top-K ideal DCG :math:`Z^K_q` of K-SONG's objective.
+
+        Returns
+        -------
+        dict of numpy arrays, keyed by the losses' input names
+            ``query`` (Q,) int64; ``interaction`` (Q, num_pos) int64, the id of each (query,
+            positive) pair in ``[0, num_interactions)``; ``relevance`` (Q, num_pos) float64;
+            ``mask`` (Q, num_pos) bool, False on a repeat of an earlier positive of the row
+            (the padding of a query with fewer than ``num_pos`` relevant items);
+            ``num_relevant`` (Q,) float64, the query's count of relevant items; ``ideal_dcg``
+            (Q,) float64, :math:`\sum_r (2^{y_r} - 1) / \log_2(r + 1)` over its relevances in
+            decreasing order. Pass them with the scores, e.g. ``loss_fn(scores, **inputs)``
+            (:class:`~xrisk.ListwiseCELoss` takes ``interaction`` and ``mask``).
+
+        Raises
+        ------
+        ValueError
+            A sampler in classification mode, wrong shapes, or a positive that is not a
+            relevant item of its query.
+        """
+        owner = self._owner
+        if self.mode != "ranking":
+            raise ValueError(
+                f"{owner}: ranking_inputs() needs mode='ranking'; this sampler has mode="
+                f"{self.mode!r}. Fix: build TriSampler(..., mode='ranking')."
+            )
+        items = np.asarray(to_numpy(items))
+        queries = np.asarray(to_numpy(queries))
+        if (items.ndim != 2 or queries.ndim != 1 or items.shape[0] != queries.shape[0]
+                or items.shape[1] != self.batch_size_per_task
+                or items.dtype.kind not in "iu" or queries.dtype.kind not in "iu"):
+            raise ValueError(
+                f"{owner}: ranking_inputs got items of shape {items.shape} ({items.dtype}) and "
+                f"queries of shape {queries.shape} ({queries.dtype}); expected integer arrays "
+                f"of shapes (Q, {self.batch_size_per_task}) and (Q,). Fix: pass one batch of "
+                "this sampler, items, queries = sampler.batch(i)."
+            )
+        data = self._interactions
+        positives = items[:, : self.num_pos].astype(np.int64)
+        queries = queries.astype(np.int64)
+        bad = (queries < 0) | (queries >= data.num_queries)
+        if bad.any():
+            raise ValueError(
+                f"{owner}: query ids {preview(np.unique(queries[bad]))} are outside [0, "
+                f"{data.num_queries}); expected this sampler's queries. Fix: pass its batches."
+            )
+        keys = queries[:, None] * data.num_items + positives
+        interaction = np.searchsorted(data.relevant_keys, keys)
+        found = np.take(data.relevant_keys, np.minimum(interaction, data.relevant_keys.size - 1))
+        missing = (found != keys) | (positives < 0) | (positives >= data.num_items)
+        if missing.any():
+            row, col = np.argwhere(missing)[0]
+            raise ValueError(
+                f"{owner}: item {int(positives[row, col])} at positive slot {int(col)} is not "
+                f"a relevant item of query {int(queries[row])}; expected the num_pos="
+                f"{self.num_pos} first items of every row to be relevant. Fix: pass a batch of "
+                "this sampler unchanged."
+            )
+        earlier = np.tril(np.ones((self.num_pos, self.num_pos), dtype=bool), k=-1)
+        repeat = ((positives[:, :, None] == positives[:, None, :]) & earlier).any(axis=2)
+        counts = np.diff(data.relevant_ptr)
+        return {
+            "query": queries,
+            "interaction": interaction.astype(np.int64),
+            "relevance": data.relevant_values[interaction],
+            "mask": ~repeat,
+            "num_relevant": counts[queries].astype(np.float64),
+            "ideal_dcg": self._ideal_dcg(ideal_k)[queries],
+        }
+
+    def _ideal_dcg(self, ideal_k: int | None) -> np.ndarray:
+        """Ideal DCG (num_queries,) at cut-off ``ideal_k`` (None: every position), cached."""
+        if ideal_k is not None:
+            ideal_k = check_count(self._owner, "ideal_k", ideal_k)
+        if ideal_k not in self._ideal:
+            data = self._interactions
+            counts = np.diff(data.relevant_ptr)
+            row = np.repeat(np.arange(data.num_queries), counts)
+            order = np.lexsort((-data.relevant_values, row))  # best first within each row
+            rank = np.arange(row.size) - np.repeat(data.relevant_ptr[:-1], counts)
+            gain = np.exp2(data.relevant_values[order]) - 1
+            contribution = gain / np.log2(rank + 2.0)
+            if ideal_k is not None:
+                contribution = np.where(rank < ideal_k, contribution, 0.0)
+            self._ideal[ideal_k] = np.bincount(row, contribution, minlength=data.num_queries)
+        return self._ideal[ideal_k]
 
     # -- BaseSampler hooks -----------------------------------------------------------------
     def _num_global_batches(self) -> int:

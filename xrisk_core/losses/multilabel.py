@@ -1,0 +1,416 @@
+r"""Multi-label losses: AUC-M, mean AP and partial AUC, one binary problem per label.
+
+Every loss here takes scores and labels of shape (B, K) (K = ``num_labels``), the dataset
+index (B,) of every row and, optionally, the task id (B,) of every row as the
+:class:`~xrisk.samplers.TriSampler` yields it (``index, task = batch``). The objective is the
+mean over labels of the single-label objective of each label column, and the math of each
+label is the single-label loss's own (:class:`~xrisk.AUCMLoss`, :class:`~xrisk.APLoss`,
+the :func:`~xrisk.pAUCLoss` family), run once per label:
+
+- **missing labels**: a NaN in the (floating) label matrix is a missing label. That entry is
+  left out of its label's loss, gradient and state, exactly as if the row were not in the
+  batch for that label; it is never a negative. Integer or bool labels have no missing entry.
+- **task**: with ``task`` given, only the labels that appear in it are *active* (LibAUC's
+  ``task_id``): each active label uses every row of the batch, the loss is the mean over the
+  active labels, and inactive labels are left untouched. Without it every label is active.
+- **state**: per-sample tables are keyed by (label, sample): the row of sample ``i`` for
+  label ``t`` is ``t * num_samples + i`` (reshape an exported table to
+  ``(num_labels, num_samples, ...)`` to read it per label); global entries of the
+  single-label loss (SOTAs' ``w``, STACO's ``s2``) get one row per label. So every label's
+  state is its own.
+- a label without a positive (or, for the pairwise losses, without a negative) in the batch
+  contributes 0 with a zero gradient and keeps its state; the mean still divides by the
+  number of active labels, so each label keeps the weight 1/K of the objective.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .._state import StateTable
+from .._validation import check_choice, check_count, check_fraction, check_positive
+from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
+from .ap import APLoss
+from .auc import AUCMLoss, aucm_value
+from .pauc import PAUC_MODES, pAUCLoss
+
+__all__ = [
+    "MultiLabelAUCMLoss",
+    "MultiLabelAUCMParams",
+    "MultiLabelpAUCLoss",
+    "meanAveragePrecisionLoss",
+]
+
+Array = Any
+
+
+class _MultiLabelLoss(LossDefinition):
+    """Inputs, sizes and label columns shared by the multi-label losses."""
+
+    num_labels: int
+    num_samples: int | None = None
+    score_interval: tuple[float, float] | None = (0.0, 1.0)
+
+    def inputs(self) -> tuple[Input, ...]:
+        return (
+            Input("scores", ("batch", "num_labels"), "score", interval=self.score_interval),
+            Input("labels", ("batch", "num_labels"), "partial_label"),
+            Input("index", ("batch",), "index", keys="sample",
+                  optional=self.num_samples is None),
+            Input("task", ("batch",), "index", keys="label", optional=True),
+        )
+
+    def dims(self) -> dict[str, int]:
+        return {"num_labels": self.num_labels}
+
+    def key_spaces(self) -> dict[str, int | None]:
+        spaces: dict[str, int | None] = {"sample": self.num_samples, "label": self.num_labels}
+        if self.num_samples is not None:
+            spaces["label_sample"] = self.num_labels * self.num_samples
+        return spaces
+
+    def _columns(self, step: Step, scores: Array, labels: Array, task: Array | None,
+                 ) -> tuple[Array, Array | None, Any]:
+        """``(labels, active, count)``: the labels (B, K) in the scores' dtype with NaN at
+        every missing entry and throughout each inactive label; ``active`` (K,) 1.0 / 0.0
+        (``None`` without ``task``: all active); ``count`` the number of active labels (>= 1).
+        """
+        xp = step.xp
+        values = xp.astype(labels, scores.dtype)
+        if task is None:
+            return values, None, self.num_labels
+        ids = xp.arange(self.num_labels, dtype=task.dtype)
+        hits = xp.astype(xp.expand_dims(task, 1) == xp.expand_dims(ids, 0), scores.dtype)
+        active = xp.max(hits, axis=0)  # (K,): the batch is not empty here
+        values = xp.where(xp.expand_dims(active, 0) > 0, values,
+                          xp.full_like(values, float("nan")))
+        return values, active, xp.clip(xp.sum(active), 1, None)
+
+
+# --------------------------------------------------------------------------- AUC-M
+
+class MultiLabelAUCMParams(NamedTuple):
+    """Trainable auxiliaries of :class:`MultiLabelAUCMLoss`, each of shape (num_labels,)."""
+
+    a: Array  #: (K,) — per label, estimate of the mean positive score
+    b: Array  #: (K,) — per label, estimate of the mean negative score
+    alpha: Array  #: (K,) — per label, dual variable kept >= 0 by the optimizer
+
+
+class MultiLabelAUCMLoss(_MultiLabelLoss):
+    r"""Multi-label AUC-margin loss: the mean over labels of :class:`AUCMLoss`, with per-label
+    auxiliaries a, b, alpha of shape (num_labels,), trained with :class:`xrisk.optim.PESG`.
+
+    Parameters
+    ----------
+    num_labels : int
+        Number of labels K (columns of the scores and labels).
+    margin : float, default 1.0
+        Margin :math:`m` (scores are expected in [0, 1], e.g. sigmoid outputs).
+    version : {"v1", "v2"}, default "v1"
+        As :class:`AUCMLoss`, per label.
+    imratio : float or None, default None
+        Positive ratio p of v1, shared by every label; ``None`` uses each label's ratio in the
+        batch (among its observed entries).
+
+    Notes
+    -----
+    With :math:`L^{AUCM}` the objective of :class:`AUCMLoss` on one label column,
+
+    .. math:: L = \frac1{|A|}\sum_{t\in A} L^{AUCM}(s_{:,t}, y_{:,t};\ a_t, b_t, \alpha_t)
+
+    over the active labels A (all labels, or those in ``task``), each on the rows whose label
+    t is observed (not NaN). PESG descends on a and b and ascends on alpha, label by label:
+    :math:`\alpha_t \leftarrow \Pi_{\ge 0}(\alpha_t + \eta(2(m + b_t - a_t) - 2\alpha_t))`.
+    ``index`` is optional (no state).
+
+    *Margin*: v1 uses :math:`p(1-p)\,m` as :class:`AUCMLoss` and the paper do. LibAUC
+    2.0.1's ``MultiLabelAUCMLoss`` v1 drops the margin from that term (LibAUC issue #35:
+    it behaves as m = 1 whatever ``margin`` is); for m = 1 the two agree. LibAUC keeps its
+    a, b, alpha as plain tensors, which ``state_dict()`` and ``.to()`` miss: here they are
+    trainable auxiliaries that the adapters hold as parameters and export with the state.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> loss_fn = MultiLabelAUCMLoss(2, version="v2")
+    >>> params = MultiLabelAUCMParams(np.full(2, 0.3), np.full(2, 0.2), np.full(2, 0.5))
+    >>> scores = np.array([[0.1, 0.9], [0.4, 0.2], [0.35, 0.6], [0.8, 0.3]])
+    >>> labels = np.array([[0, 1], [0, 0], [1, np.nan], [1, 0]])  # one missing label
+    >>> value, _ = loss_fn.apply(loss_fn.init(xp=xp), scores, labels, params=params)
+    >>> round(float(value), 5)  # mean of AUCMLoss's example (0.57625) and label 1 (0.465)
+    0.52063
+    """
+
+    params_type = MultiLabelAUCMParams
+
+    def __init__(self, num_labels: int, *, margin: float = 1.0, version: str = "v1",
+                 imratio: float | None = None) -> None:
+        owner = "MultiLabelAUCMLoss"
+        self.num_labels = check_count(owner, "num_labels", num_labels)
+        self.margin = check_positive(owner, "margin", margin)
+        self.version = check_choice(owner, "version", version, ("v1", "v2"))
+        self.imratio = None if imratio is None else check_fraction(owner, "imratio", imratio)
+
+    def auxiliaries(self) -> dict[str, Auxiliary]:
+        shape = (self.num_labels,)
+        return {"a": Auxiliary(shape), "b": Auxiliary(shape),
+                "alpha": Auxiliary(shape, role="ascent", lower=0.0)}
+
+    def ascent_direction(self, params: MultiLabelAUCMParams) -> dict[str, Array]:
+        """PESG's closed-form ascent of every label's alpha: AUC-M's, elementwise."""
+        return AUCMLoss.ascent_direction(self, params)  # type: ignore[arg-type]
+
+    def _loss(self, step: Step, state: NoState, params: MultiLabelAUCMParams, scores: Array,
+              labels: Array, index: Array | None, task: Array | None,
+              ) -> tuple[Array, NoState]:
+        xp = step.xp
+        values, _, count = self._columns(step, scores, labels, task)
+        per_label = aucm_value(scores, values, params, margin=self.margin,
+                               version=self.version, imratio=self.imratio, xp=xp, axis=0)
+        # A label without an observed entry (all missing, or inactive) is not in the batch:
+        # it adds 0, as an empty batch of AUCMLoss does (its masked means alone would leave
+        # 2 alpha m - alpha^2).
+        present = xp.max(xp.astype(values == values, scores.dtype), axis=0)
+        return xp.sum(per_label * present) / count, state
+
+
+# --------------------------------------------------------------------------- per-label state
+
+class _PerLabelLoss(_MultiLabelLoss):
+    """A single-label loss with per-sample state, run on every label column.
+
+    ``self.inner`` is the single-label definition, built with ``num_samples = num_labels *
+    num_samples`` so that its tables are the (label, sample) tables; its state type is this
+    loss's. Label t calls the inner math with the index shifted by ``t * num_samples`` and
+    the label's row of every global entry.
+    """
+
+    inner: LossDefinition
+
+    def _bind_inner(self, inner: LossDefinition) -> None:
+        self.inner = inner
+        self.state_type = inner.state_type  # the same fields, keyed by (label, sample)
+        # The scores the single-label math expects: probabilities for AP, any for pAUC.
+        self.score_interval = getattr(inner, "score_interval", None)
+
+    def state_tables(self) -> dict[str, StateTable]:
+        return {name: StateTable("label_sample" if table.keys == "sample" else "label",
+                                 table.row, table.fill, table.kind)
+                for name, table in self.inner.state_tables().items()}
+
+    def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
+              index: Array, task: Array | None) -> tuple[Array, Any]:
+        xp = step.xp
+        values, _, count = self._columns(step, scores, labels, task)
+        per_label = {name for name, table in self.inner.state_tables().items()
+                     if table.keys is None}
+        tables = state._asdict()
+        rows: dict[str, list[Array]] = {name: [] for name in per_label}
+        total = None
+        # A Python loop over the labels: K is static, each label runs the single-label math
+        # (O(B^2)) on its own rows of the tables, and labels never share a row.
+        for t in range(self.num_labels):
+            inner_state = self.inner.state_type(**{
+                name: value[t, ...] if name in per_label else value
+                for name, value in tables.items()
+            })
+            value, new = self.inner._loss(step, inner_state, NO_PARAMS, scores=scores[:, t],
+                                          labels=values[:, t],
+                                          index=index + t * self.num_samples)
+            for name, entry in new._asdict().items():
+                if name in per_label:
+                    rows[name].append(entry)
+                else:
+                    tables[name] = entry
+            total = value if total is None else total + value
+        for name, entries in rows.items():
+            tables[name] = xp.stack(entries, axis=0)
+        return total / count, self.state_type(**tables)
+
+
+# --------------------------------------------------------------------------- mean AP
+
+class meanAveragePrecisionLoss(_PerLabelLoss):  # noqa: N801  (LibAUC's name)
+    r"""Mean average precision (mAP) loss: :class:`APLoss` (SOAP) on every label, with state
+    keyed by (label, sample).
+
+    Parameters
+    ----------
+    num_labels : int
+        Number of labels K.
+    num_samples : int
+        Size of the training set; dataset indices lie in ``[0, num_samples)``.
+    gamma : float, default 0.9
+        Weight of the new mini-batch estimate in the moving averages, in (0, 1].
+    margin : float, default 1.0
+        Margin :math:`m` of the surrogate (scores are expected in [0, 1]).
+    surrogate : str, default "squared_hinge"
+        Pairwise surrogate, see :mod:`xrisk.surrogates`.
+    scale : float, default 1.0
+        Scale of the ``logistic`` and ``barrier_hinge`` surrogates.
+
+    Notes
+    -----
+    The objective is the mean over labels of APLoss's surrogate of :math:`-\mathrm{AP}`,
+
+    .. math::
+
+        F = \frac1K\sum_{t}\Bigl(-\frac1{n_{+,t}}\sum_{i\in P_t}
+            \frac{f_{\mathrm{pos},i,t}}{f_{\mathrm{all},i,t}}\Bigr),
+
+    the inner sums of label t running over the rows whose label t is observed. Label t runs
+    :class:`APLoss`'s step (pooled duplicate positives, moving averages updated first, weights
+    from the updated estimators) on column t, with the estimators of sample i in row
+    ``t * num_samples + i`` of ``u`` (num_labels * num_samples, 2): column 0 ``u_all``,
+    column 1 ``u_pos``. The loss is the mean over the active labels. With ``gamma = 1`` and
+    the whole data set in one batch its gradient is that of F.
+
+    Feed it from a :class:`~xrisk.samplers.TriSampler`: ``index, task = batch``, then
+    ``loss_fn(scores, labels, index, task)`` with the model's scores (B, K) and labels (B, K)
+    of the rows ``index``; each task of the batch is an active label computed on all B rows
+    (LibAUC's ``task_id``). Without ``task`` every label is active.
+
+    Differences from LibAUC 2.0.1 (``meanAveragePrecisionLoss`` / ``mAPLoss``): missing
+    labels (NaN) are supported; a label without a positive in the batch contributes 0
+    (LibAUC: NaN); duplicate indices are pooled as in :class:`APLoss`; ``top_k`` is not
+    implemented; the state is one (K * N, 2) table instead of ``u_all`` and ``u_pos`` of
+    shape (K, N, 1). As in LibAUC, ``index`` holds every row's index (LibAUC raises
+    ``UnboundLocalError`` on an index of the positives only; here it is a shape error).
+
+    References
+    ----------
+    Qi, Luo, Xu, Ji, Yang. "Stochastic Optimization of Areas Under Precision-Recall Curves
+    with Provable Convergence", NeurIPS 2021.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> loss_fn = meanAveragePrecisionLoss(2, num_samples=4)
+    >>> state = loss_fn.init(xp=xp, dtype=xp.float64)
+    >>> scores = np.array([[0.9, 0.1], [0.2, 0.7], [0.6, 0.5], [0.4, 0.3]])
+    >>> labels = np.array([[1, 0], [0, 1], [1, np.nan], [0, 1]])
+    >>> value, state = loss_fn.apply(state, scores, labels, np.array([0, 1, 2, 3]))
+    >>> state.u.reshape(2, 4, 2)[0, :, 0].round(4).tolist()  # label 0: as APLoss's example
+    [0.4118, 0.0, 0.8303, 0.0]
+    """
+
+    def __init__(self, num_labels: int, num_samples: int, *, gamma: float = 0.9,
+                 margin: float = 1.0, surrogate: str = "squared_hinge",
+                 scale: float = 1.0) -> None:
+        owner = "meanAveragePrecisionLoss"
+        self.num_labels = check_count(owner, "num_labels", num_labels)
+        self.num_samples = check_count(owner, "num_samples", num_samples)
+        inner = APLoss(self.num_labels * self.num_samples, gamma=gamma, margin=margin,
+                       surrogate=surrogate, scale=scale)
+        self.gamma, self.margin = inner.gamma, inner.margin
+        self.surrogate, self.scale = inner.surrogate, inner.scale
+        self._bind_inner(inner)
+
+
+# --------------------------------------------------------------------------- partial AUC
+
+#: Options of each single-label pAUC class and their defaults (those of the class).
+_PAUC_OPTIONS: dict[str, dict[str, Any]] = {
+    "pAUC_CVaR_Loss": {"beta": 0.2, "eta": 0.1, "margin": 1.0},
+    "pAUC_DRO_Loss": {"gamma": 0.9, "lam": 1.0, "margin": 1.0},
+    "tpAUC_KL_Loss": {"tau": 1.0, "lam": 1.0, "gammas": (0.9, 0.9), "margin": 1.0},
+    "tpAUC_CVaR_Loss": {"margin": 0.5, "alpha": 0.1, "beta_0": 0.1, "beta_1": 0.1,
+                        "theta_0": 0.5, "theta_1": 0.5},
+}
+_ALL_OPTIONS = ("margin", "beta", "eta", "gamma", "lam", "tau", "gammas", "alpha", "beta_0",
+                "beta_1", "theta_0", "theta_1")
+
+
+class MultiLabelpAUCLoss(_PerLabelLoss):
+    r"""Multi-label partial AUC: the ``mode`` loss of :func:`pAUCLoss` on every label, each
+    label with its own state.
+
+    Parameters
+    ----------
+    num_labels : int
+        Number of labels K.
+    num_samples : int
+        Size of the training set; dataset indices lie in ``[0, num_samples)``.
+    mode : {"SOPA", "SOPAs", "1w", "SOTAs", "2w", "STACO"}, default "1w"
+        The single-label loss, as :func:`pAUCLoss`: ``"SOPA"`` :class:`pAUC_CVaR_Loss`,
+        ``"SOPAs"``/``"1w"`` :class:`pAUC_DRO_Loss`, ``"SOTAs"``/``"2w"``
+        :class:`tpAUC_KL_Loss`, ``"STACO"`` :class:`tpAUC_CVaR_Loss`.
+    margin, beta, eta, gamma, lam, tau, gammas, alpha, beta_0, beta_1, theta_0, theta_1
+        The options of that loss (see its class), ``None`` for its default. An option the
+        mode does not take must stay ``None``: SOPA takes beta, eta, margin; SOPAs gamma,
+        lam, margin; SOTAs tau, lam, gammas, margin; STACO margin (default 0.5), alpha,
+        beta_0, beta_1, theta_0, theta_1.
+    surrogate : str, default "squared_hinge"
+        Pairwise surrogate, see :mod:`xrisk.surrogates`.
+    scale : float, default 1.0
+        Scale of the ``logistic`` and ``barrier_hinge`` surrogates.
+
+    Notes
+    -----
+    The loss is the mean over the active labels of the single-label loss on each label
+    column (rows with a missing label left out). The state has the fields of the
+    single-label loss's state: per-sample tables keyed by (label, sample) (row
+    ``t * num_samples + i``) and one row per label of its global entries (SOTAs' ``w`` is
+    (K, 2), STACO's ``s2`` is (K,)).
+
+    Differences from LibAUC 2.0.1 (``MultiLabelpAUCLoss``): ``"STACO"`` works (LibAUC raises
+    "Out of options!"); SOTAs keeps one ``w`` per label (LibAUC shares one ``w`` across
+    labels, so each label's weights depend on the others'); missing labels (NaN) are
+    supported; a label without a positive or a negative in the batch contributes 0 and keeps
+    its state.
+
+    References
+    ----------
+    Zhu, Li, Wang, Wu, Yang. "When AUC meets DRO: Optimizing Partial AUC for Deep Learning
+    with Non-Convex Convergence Guarantee", ICML 2022.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> loss_fn = MultiLabelpAUCLoss(2, num_samples=4, mode="SOTAs", tau=0.5)
+    >>> state = loss_fn.init(xp=xp, dtype=xp.float64)
+    >>> scores = np.array([[0.9, 0.1], [0.2, 0.7], [0.6, 0.5], [0.4, 0.3]])
+    >>> labels = np.array([[1, 0], [0, 1], [1, np.nan], [0, 1]])
+    >>> value, state = loss_fn.apply(state, scores, labels, np.array([0, 1, 2, 3]))
+    >>> w = state.w[:, 0] * np.exp(state.w[:, 1])  # one w per label; label 0: tpAUC_KL_Loss's
+    >>> state.w.shape, round(float(w[0]), 4)
+    ((2, 2), 1.5257)
+    """
+
+    def __init__(self, num_labels: int, num_samples: int, *, mode: str = "1w",
+                 margin: float | None = None, beta: float | None = None,
+                 eta: float | None = None, gamma: float | None = None,
+                 lam: float | None = None, tau: float | None = None,
+                 gammas: tuple[float, float] | None = None, alpha: float | None = None,
+                 beta_0: float | None = None, beta_1: float | None = None,
+                 theta_0: float | None = None, theta_1: float | None = None,
+                 surrogate: str = "squared_hinge", scale: float = 1.0) -> None:
+        owner = "MultiLabelpAUCLoss"
+        self.num_labels = check_count(owner, "num_labels", num_labels)
+        self.num_samples = check_count(owner, "num_samples", num_samples)
+        self.mode = check_choice(owner, "mode", mode, tuple(PAUC_MODES),
+                                 fix="pass e.g. mode='1w' (SOPAs) or mode='STACO'")
+        given = {"margin": margin, "beta": beta, "eta": eta, "gamma": gamma, "lam": lam,
+                 "tau": tau, "gammas": gammas, "alpha": alpha, "beta_0": beta_0,
+                 "beta_1": beta_1, "theta_0": theta_0, "theta_1": theta_1}
+        defaults = _PAUC_OPTIONS[PAUC_MODES[self.mode]]
+        unused = sorted(name for name, value in given.items()
+                        if value is not None and name not in defaults)
+        if unused:
+            raise ValueError(
+                f"{owner}: mode={self.mode!r} got {', '.join(f'{n}={given[n]!r}' for n in unused)}"
+                f"; expected only the options of that mode: {sorted(defaults)}. Fix: drop "
+                f"{', '.join(unused)}, or pick the mode that takes them."
+            )
+        options = {name: default if given[name] is None else given[name]
+                   for name, default in defaults.items()}
+        try:
+            inner = pAUCLoss(self.mode, num_samples=self.num_labels * self.num_samples,
+                             surrogate=surrogate, scale=scale, **options)
+        except ValueError as error:  # name the class the user built
+            raise ValueError(f"{owner}(mode={self.mode!r}): {error}") from None
+        for name in _ALL_OPTIONS:
+            setattr(self, name, getattr(inner, name) if name in defaults else None)
+        self.surrogate, self.scale = inner.surrogate, inner.scale
+        self._bind_inner(inner)
