@@ -1,0 +1,184 @@
+"""Worker of tests/test_distributed.py: every registered loss on 2 logical TensorFlow CPUs.
+
+``python -m tests._distributed_tf OUT`` (the logical devices must be set before TensorFlow
+starts, so this runs in its own process) compares, for every loss, the single-process run on
+the global batch (eager, no strategy) with a ``MirroredStrategy`` of 2 replicas using
+:func:`xrisk.tensorflow.distributed.gather_batch` and ``scale_loss``, with the mirrored state
+of the adapter loss and with :class:`xrisk.tensorflow.distributed.ShardedLoss`. Writes the
+mismatches (a list of strings) as JSON to ``OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402  (the project's import order: torch before TensorFlow)
+
+torch.set_num_threads(1)
+import tensorflow as tf  # noqa: E402
+
+import xrisk.tensorflow as xr  # noqa: E402
+from tests._distributed import LR, compare, loss_names, make_plan, score_names  # noqa: E402
+from xrisk import distributed as core  # noqa: E402
+from xrisk.tensorflow import distributed as xd  # noqa: E402
+
+#: Run the distributed steps in tf.function (True) or eagerly (False: no tracing, which
+#: costs more than three eager steps of these tiny batches).
+COMPILE = os.environ.get("XRISK_TF_COMPILE", "1") == "1"
+
+
+def _link(z, link):
+    return tf.sigmoid(z) if link == "sigmoid" else z
+
+
+def _scores(features, w, link):
+    return _link(tf.tensordot(features, w, axes=1), link)
+
+
+def make_loss(plan, sharded: bool):
+    definition = plan.definition
+    loss_fn = (xd.ShardedLoss(definition, dtype="float64") if sharded
+               else getattr(xr, plan.name)(**definition.config(), dtype="float64"))
+    for name, value in plan.params0.items():
+        getattr(loss_fn, name).assign(tf.constant(value, tf.float64))
+    return loss_fn
+
+
+def _present(part):
+    return {k: tf.constant(v) for k, v in part.items() if v is not None}
+
+
+def single(plan) -> dict:
+    w = tf.Variable(tf.constant(plan.w0, tf.float64))
+    loss_fn = make_loss(plan, sharded=False)
+    scores = score_names(plan.definition)
+    losses = []
+    for t in range(len(plan.parts)):
+        batch = _present(plan.global_batch(t))
+        variables = [w, *loss_fn.trainable_variables]
+        with tf.GradientTape() as tape:
+            inputs = {k: (_scores(v, w, plan.link) if k in scores else v)
+                      for k, v in batch.items()}
+            loss = loss_fn(**inputs)
+        for v, g in zip(variables, tape.gradient(loss, variables)):
+            if g is not None:
+                v.assign_sub(LR * g)
+        losses.append(float(loss))
+    return {"w": w.numpy(), "loss": np.array(losses), **loss_fn.export_state()}
+
+
+def mirrored(plan, strategy, sharded: bool) -> dict:
+    scores = score_names(plan.definition)
+    with strategy.scope():
+        w = tf.Variable(tf.constant(plan.w0, tf.float64))
+        loss_fn = make_loss(plan, sharded)
+    variables = [w, *loss_fn.trainable_variables]
+
+    def replica(part):
+        with tf.GradientTape() as tape:
+            inputs = {k: (_scores(v, w, plan.link) if k in scores else v)
+                      for k, v in part.items()}
+            loss = xd.scale_loss(loss_fn(**xd.gather_batch(loss_fn, **inputs)))
+        grads = tape.gradient(loss, variables)
+        return loss, [tf.zeros_like(v) if g is None else g for v, g in zip(variables, grads)]
+
+    @(tf.function if COMPILE else lambda fn: fn)
+    def step(parts):
+        loss, grads = strategy.run(replica, args=(parts,))
+        for v, g in zip(variables, grads):
+            v.assign_sub(LR * strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
+    losses = []
+    for t in range(len(plan.parts)):
+        ranks = [_present(part) for part in plan.parts[t]]
+        parts = strategy.experimental_distribute_values_from_function(
+            lambda ctx, ranks=ranks: ranks[ctx.replica_id_in_sync_group])
+        losses.append(float(step(parts)))
+    out = {"w": w.numpy(), "loss": np.array(losses), **loss_fn.export_state()}
+    if not sharded:  # every copy of the mirrored state holds the same rows
+        for name in plan.definition.state_tables():
+            copies = [c.numpy() for c in getattr(loss_fn, name).values]
+            if any(not np.array_equal(c, copies[0]) for c in copies):
+                out[f"copies of {name}"] = np.array(np.nan)
+    else:
+        out["_shards"] = loss_fn.export_shards()
+    return out
+
+
+def check_loss(name: str, strategy) -> list[str]:
+    plan = make_plan(name)
+    want = single(plan)
+    problems = []
+    for sharded in (False, True):
+        got = mirrored(plan, strategy, sharded)
+        shards = got.pop("_shards", None)
+        problems += compare(name, got, want, "sharded" if sharded else "mirrored")
+        if shards is not None:
+            fresh = make_loss(plan, sharded=False)
+            fresh.load_state(core.assemble_shards(plan.definition, shards))
+            problems += compare(name, fresh.export_state(),
+                                {k: want[k] for k in plan.definition.state_shapes()},
+                                "assembled")
+    return problems
+
+
+def check_misuse(strategy) -> list[str]:
+    problems = []
+    with strategy.scope():
+        loss_fn = xr.APLoss(num_samples=4, dtype="float64")
+    if loss_fn.u.aggregation != tf.VariableAggregation.ONLY_FIRST_REPLICA:
+        problems.append(f"default aggregation under a strategy: {loss_fn.u.aggregation}")
+
+    def replica():
+        ctx = tf.distribute.get_replica_context()
+        r = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
+        return loss_fn(tf.constant([0.9, 0.2], tf.float64), tf.constant([1, 0]),
+                       tf.stack([r, 2 + r]))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        strategy.run(tf.function(replica))
+    naive = [w for w in caught if issubclass(w.category, xd.DistributedWarning)]
+    if not naive or "gather_batch" not in str(naive[0].message):
+        problems.append(f"naive per-replica call: expected a DistributedWarning, got {naive}")
+    for bad in (tf.VariableAggregation.SUM, tf.VariableAggregation.MEAN):
+        try:
+            with xd.state_variables(aggregation=bad):
+                pass
+            problems.append(f"state_variables(aggregation={bad}) accepted")
+        except ValueError:
+            pass
+    return problems
+
+
+def main() -> None:
+    out = sys.argv[1]
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    problems: list[str] = []
+    timings: dict[str, float] = {}
+    names = loss_names()
+    for name in names:
+        start = time.perf_counter()
+        try:
+            problems += check_loss(name, strategy)
+        except Exception as error:
+            problems.append(f"{name}: {type(error).__name__}: {str(error)[:800]}")
+        timings[name] = time.perf_counter() - start
+    problems += check_misuse(strategy)
+    with open(out, "w") as f:
+        json.dump({"losses": names, "problems": problems, "seconds": timings}, f)
+
+
+if __name__ == "__main__":
+    main()
