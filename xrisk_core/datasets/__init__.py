@@ -5,6 +5,8 @@
 - learning to rank: :func:`load_movielens` (ml-latest-small, the paper's protocol),
   :func:`load_lightgbm_rank` (query-grouped features);
 - contrastive learning: :func:`contrastive_views` / :func:`augment_images` on MNIST-5k;
+- multi-label classification with missing labels: :func:`load_tox21` (SMILES, 12 tasks) and
+  :func:`morgan_fingerprints` (needs RDKit: ``pip install "xrisk[chem]"``);
 - :class:`IndexedDataset`.
 
 The shipped files and their licences are listed in ``xrisk/datasets/data/README.md``.
@@ -16,6 +18,7 @@ from .letor import load_lightgbm_rank
 from .mnist import augment_images, contrastive_views, load_mnist_5k
 from .movielens import MovieLens, load_movielens
 from .tabular import load_breast_cancer, load_digits
+from .tox21 import TOX21_TASKS, load_tox21, morgan_fingerprints
 
 __all__ = [
     "ImbalancedDataGenerator",
@@ -28,4 +31,7 @@ __all__ = [
     "load_movielens",
     "MovieLens",
     "load_lightgbm_rank",
+    "TOX21_TASKS",
+    "load_tox21",
+    "morgan_fingerprints",
 ]
