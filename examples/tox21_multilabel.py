@@ -136,13 +136,12 @@ def task_metrics(labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 def make_batches(method: Method, data: Data, args: argparse.Namespace) -> Any:
     """Random batches for CE; task-balanced ``(index, task)`` batches for the X-risk losses.
 
-    The sampler draws each task's positives and negatives among its tested molecules'
-    labels; a missing label counts as a negative for the draw only (the loss ignores it).
+    The sampler draws each task's positives and negatives among its tested molecules only
+    (NaN: never drawn for that task).
     """
     if method.loss is None:
         return RandomSampler(len(data.y_train), args.batch_size, seed=args.seed)
-    observed = np.nan_to_num(data.y_train, nan=0.0).astype(np.int64)
-    return TriSampler(observed, args.per_task, sampling_rate=0.5, seed=args.seed)
+    return TriSampler(data.y_train, args.per_task, sampling_rate=0.5, seed=args.seed)
 
 
 def split_batch(method: Method, batch: Any) -> tuple[np.ndarray, np.ndarray | None]:

@@ -269,6 +269,22 @@ def test_tri_classification_shard():
         sampler.shard(0, 3)
 
 
+@given(seed=st.integers(0, 2**16), missing=st.floats(0.1, 0.6))
+def test_tri_classification_never_draws_a_missing_label(seed, missing):
+    """NaN marks a missing label (Tox21 and most real multi-label data): the example is
+    neither a positive nor a negative of that task; the known entries are drawn as before."""
+    y = multilabel(seed=seed).astype(float)
+    rng = np.random.default_rng(seed)
+    y[rng.random(y.shape) < missing] = np.nan
+    y[0], y[1] = 1, 0  # every task keeps both classes
+    sampler = TriSampler(y, 6, num_sampled_tasks=3, num_pos=2, seed=seed)
+    for epoch in range(2):
+        index, task = sampler.epoch_batches(epoch)
+        blocks, tasks = index.reshape(-1, 6), task.reshape(-1, 6)[:, 0]
+        assert (y[blocks[:, :2], tasks[:, None]] == 1).all()
+        assert (y[blocks[:, 2:], tasks[:, None]] == 0).all()  # NaN compares False: never drawn
+
+
 @pytest.mark.parametrize(
     ("labels", "kwargs", "match"),
     [
@@ -276,7 +292,8 @@ def test_tri_classification_shard():
         (np.array([[1, 0], [0, 0], [1, 0], [0, 0]]), {}, "no positive"),
         (np.array([[1, 0], [0, 1], [1, 0], [0, 1]]), {"num_sampled_tasks": 3}, "only 2 tasks"),
         (np.array([[1, 0], [0, 1], [1, 0], [0, 1]]), {"batch_size_per_task": 3}, "larger"),
-        (np.array([[1, 0], [0, np.nan], [1, 0], [0, 1]]), {}, "NaN"),
+        (np.array([[1, 0], [np.nan, 1], [1, 0], [np.nan, 1]]), {}, "have no negative"),
+        (np.array([[1, 0], [0, 2.0], [1, np.nan], [0, 1]]), {}, r"contains \[2.0\]"),
         (np.array([[1, 0], [0, 1], [1, 0], [0, 1]]), {"mode": "dense"}, "mode='dense'"),
     ],
 )

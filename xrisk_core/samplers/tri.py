@@ -36,8 +36,9 @@ class TriSampler(BaseSampler):
     ----------
     labels : array_like
         ``mode="classification"``: multi-label targets, shape (num_samples, num_labels), in
-        {0, 1}; 1-D integer class ids of shape (num_samples,) are one-hot encoded (class ``c``
-        is task ``c``).
+        {0, 1}, NaN where a label is missing (that example is then neither a positive nor a
+        negative of that task and is never drawn for it); 1-D integer class ids of shape
+        (num_samples,) are one-hot encoded (class ``c`` is task ``c``).
         ``mode="ranking"``: the interactions, either an integer array of shape
         (num_interactions, 2) or (num_interactions, 3) with rows ``(query, item[, relevance])``,
         or a scipy sparse matrix of shape (num_queries, num_items) whose stored entries are the
@@ -200,14 +201,19 @@ class TriSampler(BaseSampler):
         owner = self._owner
         values = to_numpy(labels)
         if values.ndim == 2 and values.shape[1] > 1:
-            y = binary_labels(owner, values, allow_2d=True).astype(bool)
+            # NaN marks a missing label (as in real multi-label data): that example is neither
+            # a positive nor a negative of that task, so the task never draws it.
+            known = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(values.shape, bool)
+            y = binary_labels(owner, np.where(known, values, 0), allow_2d=True).astype(bool)
         else:
             classes = class_labels(owner, values)
             y = classes[:, None] == np.arange(classes.max() + 1)[None, :]
-        self._labels = y
+            known = np.ones(y.shape, bool)
+        self._labels, self._negatives = y, known & ~y
         self.num_samples, self.num_tasks = y.shape
         counts = y.sum(axis=0)
-        for what, bad in (("positive", counts == 0), ("negative", counts == self.num_samples)):
+        negatives = self._negatives.sum(axis=0)
+        for what, bad in (("positive", counts == 0), ("negative", negatives == 0)):
             if bad.any():
                 raise ValueError(
                     f"{owner}: tasks {preview(np.flatnonzero(bad))} have no {what} example; "
@@ -267,7 +273,7 @@ class TriSampler(BaseSampler):
                 **common,
             )
             out[slots, self.num_pos :] = cyclic_stream(
-                np.flatnonzero(~column),
+                np.flatnonzero(self._negatives[:, task]),
                 slots.size,
                 self.num_neg,
                 key=(epoch, NEG_STREAM, int(task)),
@@ -281,8 +287,15 @@ class TriSampler(BaseSampler):
     # -- ranking ---------------------------------------------------------------------------
     def _init_ranking(self, labels: Any, num_sampled_tasks: int | None, num_items: Any,
                       layout: str | None) -> None:
-        self._interactions = Interactions.build(self._owner, labels, num_items, layout)
-        data = self._interactions
+        data = Interactions.build(self._owner, labels, num_items, layout)
+        if data.relevant_values is None:  # build() always fills it; the field defaults to None
+            raise RuntimeError(
+                f"{self._owner}: Interactions.build returned relevant_values=None; expected the "
+                "relevance of every relevant pair. Fix: none on the caller's side; report this bug."
+            )
+        self._interactions = data
+        #: (num_interactions,) float64: the relevance of each relevant pair, in key order.
+        self._relevance: np.ndarray = data.relevant_values
         self.num_items, self.num_queries = data.num_items, data.num_queries
         #: Number of relevant (query, item) pairs: the ``interaction`` key space of the
         #: ranking losses (ids ``0 .. num_interactions - 1`` in (query, item) order).
@@ -392,7 +405,7 @@ class TriSampler(BaseSampler):
         return {
             "query": queries,
             "interaction": interaction.astype(np.int64),
-            "relevance": data.relevant_values[interaction],
+            "relevance": self._relevance[interaction],
             "mask": ~repeat,
             "num_relevant": counts[queries].astype(np.float64),
             "ideal_dcg": self._ideal_dcg(ideal_k)[queries],
@@ -406,9 +419,9 @@ class TriSampler(BaseSampler):
             data = self._interactions
             counts = np.diff(data.relevant_ptr)
             row = np.repeat(np.arange(data.num_queries), counts)
-            order = np.lexsort((-data.relevant_values, row))  # best first within each row
+            order = np.lexsort((-self._relevance, row))  # best first within each row
             rank = np.arange(row.size) - np.repeat(data.relevant_ptr[:-1], counts)
-            gain = np.exp2(data.relevant_values[order]) - 1
+            gain = np.exp2(self._relevance[order]) - 1
             contribution = gain / np.log2(rank + 2.0)
             if ideal_k is not None:
                 contribution = np.where(rank < ideal_k, contribution, 0.0)
