@@ -63,7 +63,7 @@ def _varying_axes(value: Any) -> frozenset:
     except TypeError:
         return frozenset()
     mat = getattr(aval, "mat", None)  # jax 0.10: ShapedArray.mat.varying
-    varying = getattr(mat, "varying", None)
+    varying: Any = getattr(mat, "varying", None)  # a set of axis names, or None
     if varying is None:
         varying = getattr(aval, "vma", frozenset())  # earlier releases
     return frozenset(varying)

@@ -816,6 +816,7 @@ class MIDAM_softmax_pooling_loss(XRiskLoss):
     """
 
     definition_type = xrisk.MIDAM_softmax_pooling_loss
+    definition: xrisk.MIDAM_softmax_pooling_loss  # the type __init__ builds (typed methods)
 
     def __init__(self, num_samples: int, *, margin: float = 1.0, tau: float = 0.1,
                  gamma: float = 0.9, dtype: DType = None, device: Device = None) -> None:
@@ -846,6 +847,7 @@ class MIDAM_attention_pooling_loss(XRiskLoss):
     """
 
     definition_type = xrisk.MIDAM_attention_pooling_loss
+    definition: xrisk.MIDAM_attention_pooling_loss  # the type __init__ builds (typed methods)
 
     def __init__(self, num_samples: int, *, margin: float = 1.0, gamma: float = 0.9,
                  dtype: DType = None, device: Device = None) -> None:
@@ -877,6 +879,7 @@ class EntLossClassification(XRiskLoss):
     """
 
     definition_type = xrisk.EntLossClassification
+    definition: xrisk.EntLossClassification  # the type __init__ builds (typed methods)
 
     def __init__(self, num_samples: int, *, mode: str = "SCENT", alpha: float = 10.0,
                  gamma: float = 0.9, alpha_multiplier: float = 1.0, dtype: DType = None,

@@ -183,7 +183,9 @@ class LossDefinition(Configured):
     hyper-parameter in ``__init__``.
     """
 
-    state_type: ClassVar[type] = NoState
+    # An instance attribute with a class default: a loss whose state fields depend on its
+    # options (NDCGLoss's top_k, the contrastive temperature scheme) sets it in ``__init__``.
+    state_type: type = NoState
     params_type: ClassVar[type] = NoParams
     _libauc_names = True  # LibAUC argument names raise naming ours (xrisk._libauc_names)
 

@@ -207,17 +207,17 @@ def _safe(xp: Any, tilde: Array, groups: _Groups) -> Array:
 def _check_gamma_schedule(owner: str, gamma: object, schedule: object, decay_epochs: object,
                           epoch: object) -> tuple[float, str, int | None, int]:
     gamma = check_fraction(owner, "gamma", gamma)
-    schedule = check_choice(owner, "gamma_schedule", schedule, GAMMA_SCHEDULES)
+    schedule_name: str = check_choice(owner, "gamma_schedule", schedule, GAMMA_SCHEDULES)
     if decay_epochs is not None:
         decay_epochs = check_count(owner, "gamma_decay_epochs", decay_epochs)
-    elif schedule == "cosine":
+    elif schedule_name == "cosine":
         raise ValueError(
             f"{owner}: gamma_schedule='cosine' with gamma_decay_epochs=None; expected the "
             "number of epochs over which gamma decays from 1 to gamma. Fix: pass "
             "gamma_decay_epochs, e.g. the number of training epochs.")
     epoch = check_count(owner, "epoch", epoch, minimum=0,
                         fix="pass the 0-based epoch number, loss_fn.at_epoch(epoch)")
-    return gamma, schedule, decay_epochs, epoch
+    return gamma, schedule_name, decay_epochs, epoch
 
 
 class _TemperatureRule(NamedTuple):
@@ -242,21 +242,21 @@ class _TemperatureRule(NamedTuple):
 def _check_temperatures(owner: str, scheme: object, tau: float, tau_min: object,
                         tau_max: object, rho: object, eta: object, beta: object,
                         ) -> tuple[str, _TemperatureRule]:
-    scheme = check_choice(owner, "temperature_scheme", scheme, TEMPERATURE_SCHEMES)
+    scheme_name: str = check_choice(owner, "temperature_scheme", scheme, TEMPERATURE_SCHEMES)
     tau_min = check_positive(owner, "tau_min", tau_min)
     tau_max = check_positive(owner, "tau_max", tau_max)
     if tau_min > tau_max:
         raise ValueError(
             f"{owner}: tau_min={tau_min!r} > tau_max={tau_max!r}; expected tau_min <= "
             "tau_max (the bounds of the individual temperatures). Fix: swap them.")
-    if scheme == "individual" and not tau_min <= tau <= tau_max:
+    if scheme_name == "individual" and not tau_min <= tau <= tau_max:
         raise ValueError(
             f"{owner}: tau={tau!r} outside [tau_min, tau_max] = [{tau_min!r}, {tau_max!r}]; "
             "expected the initial temperature inside the bounds of the individual "
             f"temperatures. Fix: pass tau in [{tau_min!r}, {tau_max!r}] or widen the bounds.")
     rule = _TemperatureRule(tau_min, tau_max, check_positive(owner, "rho", rho, allow_zero=True),
                             check_positive(owner, "eta", eta), check_fraction(owner, "beta", beta))
-    return scheme, rule
+    return scheme_name, rule
 
 
 class _TwoViews(LossDefinition):

@@ -25,14 +25,14 @@ the :func:`~xrisk.pAUCLoss` family), run once per label:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .._state import StateTable
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
 from .ap import APLoss
-from .auc import AUCMLoss, aucm_value
-from .pauc import PAUC_MODES, pAUCLoss
+from .auc import AUCMLoss, AUCMParams, aucm_value
+from .pauc import PAUC_MODES, _PairwiseLoss, pAUCLoss
 
 __all__ = [
     "MultiLabelAUCMLoss",
@@ -166,7 +166,8 @@ class MultiLabelAUCMLoss(_MultiLabelLoss):
               ) -> tuple[Array, NoState]:
         xp = step.xp
         values, _, count = self._columns(step, scores, labels, task)
-        per_label = aucm_value(scores, values, params, margin=self.margin,
+        # The same fields a, b, alpha, each (K,): aucm_value reduces over axis 0 per label.
+        per_label = aucm_value(scores, values, AUCMParams(*params), margin=self.margin,
                                version=self.version, imratio=self.imratio, xp=xp, axis=0)
         # A label without an observed entry (all missing, or inactive) is not in the batch:
         # it adds 0, as an empty batch of AUCMLoss does (its masked means alone would leave
@@ -187,6 +188,7 @@ class _PerLabelLoss(_MultiLabelLoss):
     """
 
     inner: LossDefinition
+    num_samples: int  # set by every subclass's __init__ (the per-label tables need it)
 
     def _bind_inner(self, inner: LossDefinition) -> None:
         self.inner = inner
@@ -406,8 +408,10 @@ class MultiLabelpAUCLoss(_PerLabelLoss):
         options = {name: default if given[name] is None else given[name]
                    for name, default in defaults.items()}
         try:
-            inner = pAUCLoss(self.mode, num_samples=self.num_labels * self.num_samples,
-                             surrogate=surrogate, scale=scale, **options)
+            # pAUCLoss is typed BinaryLoss; every mode builds one of the pairwise losses.
+            inner = cast(_PairwiseLoss, pAUCLoss(
+                self.mode, num_samples=self.num_labels * self.num_samples,
+                surrogate=surrogate, scale=scale, **options))
         except ValueError as error:  # name the class the user built
             raise ValueError(f"{owner}(mode={self.mode!r}): {error}") from None
         for name in _ALL_OPTIONS:

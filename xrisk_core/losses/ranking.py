@@ -400,7 +400,7 @@ class NDCGLoss(LossDefinition):
     (0.2142, [0.36, 1.704, 1.575, 0.495])
     """
 
-    state_type = NDCGState
+    state_type: type[NDCGState] | type[KSONGState] = NDCGState  # KSONGState with top_k
 
     def __init__(
         self,
@@ -514,12 +514,13 @@ class NDCGLoss(LossDefinition):
         slope = gain * size * _LN2 / (log_rank * log_rank * (1 + size * u))  # f'(u)
         outer = num_relevant / ideal_dcg  # (Q,)
 
+        new_state: NDCGState | KSONGState
         if self.top_k is None:
             terms, new_state = stop(slope) * g, NDCGState(u=u_table)
         else:
             terms, lambda_table, s_table = self._top_k(
                 step, state, scores, query, column_valid, num_valid, size, slope, gain,
-                log_rank, g)
+                log_rank, g, self.top_k)
             new_state = KSONGState(u=u_table, lambda_q=lambda_table, s_q=s_table)
         per_query = xp.sum(terms * valid, axis=1) / xp.clip(xp.sum(valid, axis=1), 1, None)
         loss = xp.sum(outer * per_query) / _row_count(xp, valid)
@@ -527,8 +528,9 @@ class NDCGLoss(LossDefinition):
 
     def _top_k(self, step: Step, state: KSONGState, scores: Array, query: Array,
                column_valid: Array, num_valid: Array, size: Any, slope: Array, gain: Array,
-               log_rank: Array, g: Array) -> tuple[Array, Array, Array]:
-        """K-SONG: the lambda_q (and s_q) updates and the per-positive terms (Q, P)."""
+               log_rank: Array, g: Array, top_k: int) -> tuple[Array, Array, Array]:
+        """K-SONG: the lambda_q (and s_q) updates and the per-positive terms (Q, P); ``top_k``
+        is ``self.top_k``, passed where it is known not to be None."""
         xp, stop = step.xp, step.stop
         dtype = scores.dtype
         queries = int(scores.shape[0])
@@ -539,8 +541,8 @@ class NDCGLoss(LossDefinition):
         # sigma((h_qj - lambda_q) / tau_1) with the old lambda, over the real candidates.
         above, below = _sigmoids(xp, (fixed - xp.expand_dims(old_lambda, 1)) / self.tau_1)
         rate = xp.sum(above * column_valid, axis=1) / num_valid
-        share = self.top_k / size if isinstance(size, float) else xp.reshape(
-            self.top_k / size, (queries,))
+        share = top_k / size if isinstance(size, float) else xp.reshape(
+            top_k / size, (queries,))
         grad_lambda = groups.pool(share + self.tau_2 * old_lambda - rate, xp)
         new_lambda = old_lambda - self.eta0 * grad_lambda
         lambda_table = step.write_rows(state.lambda_q, groups.rows, new_lambda, old_lambda,
