@@ -176,11 +176,10 @@ def test_keys_beyond_float32_precision_stay_distinct(framework, keys, negatives)
     """Keys above 2**24 are not exact in float32, and JAX without x64 computes "float64" in
     float32: tables of more than 16.7M rows once merged the keys 2**24 and 2**24 + 1 there
     (two interactions pooled into one state row, a duplicate resolved onto the wrong row)."""
-    from xrisk._state import key_gaps, last_occurrence
+    import jax
 
     from tests._frameworks import convert_index
-
-    import jax
+    from xrisk._state import key_gaps, last_occurrence
 
     keys = np.asarray([-1 - k if negatives and i % 2 else k for i, k in enumerate(keys)])
     name, _, mode = framework.partition(" ")
