@@ -140,7 +140,8 @@ def iinfo(dtype: Any) -> Any:
 
 
 SHIM_FUNCTIONS = (
-    "all", "arange", "asarray", "astype", "clip", "concat", "exp", "expand_dims", "finfo",
+    "all", "arange", "argsort", "asarray", "astype", "clip", "concat", "cumulative_sum", "exp",
+    "expand_dims", "finfo",
     "float32", "float64", "full_like", "iinfo", "int32", "int64", "isdtype", "isfinite", "log",
     "log1p", "matrix_transpose", "max", "maximum", "min", "ones_like", "pow", "reshape",
     "sqrt", "stack", "sum", "take", "where", "zeros", "zeros_like",
@@ -148,7 +149,8 @@ SHIM_FUNCTIONS = (
 
 _DIRECT = {"exp": tf.exp, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
            "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
-           "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose}
+           "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose,
+           "argsort": tf.argsort, "cumulative_sum": tf.math.cumsum}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}

@@ -83,32 +83,44 @@ def masked_mean(values: Array, mask: Array, *, axis: int | None = None, xp: Any)
 
 def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
              dtype: Any = None) -> Array:
-    """``(row_keys[i] - column_keys[j])**2`` (B, B) in floats: exactly 0 where two keys are
-    equal, at least 1 where they differ.
+    """``(row_keys[i] - column_keys[j])**2`` (B, B) in floats for small keys; for any keys,
+    exactly 0 where two keys are equal and at least 1 where they differ.
 
     The keys (B,) are integers of magnitude at most ``bound``. The arithmetic runs in
     ``dtype`` (float32 or float64; default float32) if it represents them all exactly
     (float32: ``bound <= 2**24``); distinct exact integers differ by at least 1 and rounding
-    is monotonic, so the test is exact. Larger keys (up to ``2**48``) are split into two
-    parts below ``2**24`` whose squared gaps are added in float32 — still exact, and correct
-    where float64 is missing (JAX without x64 silently computes "float64" in float32, which
-    merged the keys ``2**24`` and ``2**24 + 1``). A float subtraction and product cost less
-    than an integer comparison plus a cast of its boolean result (2-3 times less on CPUs,
-    where the boolean B x B kernels are not vectorised).
+    is monotonic, so the test is exact. Larger keys are first replaced by their ranks among
+    the keys of both arguments (two sorts of the B keys), which are small: the B x B test then
+    costs the same whatever the table size, and stays exact where float64 is missing (JAX
+    without x64 silently computes "float64" in float32, which merged the keys ``2**24`` and
+    ``2**24 + 1``). A float subtraction and product cost less than an integer comparison plus
+    a cast of its boolean result (2-3 times less on CPUs, where the boolean B x B kernels are
+    not vectorised).
     """
     if dtype is None or dtype != xp.float64:
         dtype = xp.float32
-    if bound <= _FLOAT32_EXACT or (dtype == xp.float64 and bound > _FLOAT32_EXACT ** 2):
+    if bound <= _FLOAT32_EXACT:
         return _squared_gaps(row_keys, column_keys, dtype, xp)
-    high = _squared_gaps(row_keys // _FLOAT32_EXACT, column_keys // _FLOAT32_EXACT,
-                         xp.float32, xp)
-    low = _squared_gaps(row_keys % _FLOAT32_EXACT, column_keys % _FLOAT32_EXACT,
-                        xp.float32, xp)
-    return high + low  # 0 only where both parts agree; else at least 1
+    if column_keys is row_keys:
+        ranks = _dense_ranks(row_keys, xp)
+        return _squared_gaps(ranks, ranks, xp.float32, xp)
+    ranks = _dense_ranks(xp.concat([row_keys, column_keys]), xp)
+    count = row_keys.shape[0]
+    return _squared_gaps(ranks[:count], ranks[count:], xp.float32, xp)
 
 
 #: Integers up to this magnitude are exact in float32.
 _FLOAT32_EXACT = 2**24
+
+
+def _dense_ranks(keys: Array, xp: Any) -> Array:
+    """The rank of each key among the distinct values of ``keys`` (n,): equal keys share a
+    rank, ranks lie in [0, n). O(n log n), static shapes."""
+    order = xp.argsort(keys)
+    ordered = xp.take(keys, order)
+    starts = xp.astype(ordered[1:] != ordered[:-1], keys.dtype)  # 1 where a new value starts
+    ranks = xp.cumulative_sum(xp.concat([xp.zeros_like(ordered[:1]), starts]))
+    return xp.take(ranks, xp.argsort(order))  # back to the positions of ``keys``
 
 
 def _squared_gaps(row_keys: Array, column_keys: Array, dtype: Any, xp: Any) -> Array:
@@ -121,14 +133,14 @@ def _squared_gaps(row_keys: Array, column_keys: Array, dtype: Any, xp: Any) -> A
 def last_occurrence(index: Array, *, bound: int | None = None, xp: Any) -> Array:
     """For each position, the position of the last entry with the same index value.
 
-    ``index`` has shape (B,), values of magnitude at most ``bound`` (default ``2**48``; see
+    ``index`` has shape (B,), values of magnitude at most ``bound`` (default: any; see
     :func:`key_gaps`, whose comparisons run in float32).
     The result (B,) lets callers make the rows of a duplicated index identical before a
     scatter, which is what makes :func:`write_rows` deterministic. O(B^2) float arithmetic,
     no data-dependent shapes (jit-safe).
     """
     batch = index.shape[0]
-    gaps = key_gaps(index, index, bound=2**48 if bound is None else bound, xp=xp)
+    gaps = key_gaps(index, index, bound=2**63 if bound is None else bound, xp=xp)
     # marks[i, j] = -j / 2**k (exact: a power of two, 2**k > batch) where index[j] == index[i],
     # in (-1, 0]; > 0 elsewhere (gap >= 1). The row minimum is -last / 2**k.
     scale = 2.0 ** batch.bit_length()
