@@ -356,8 +356,7 @@ def test_midam_adapters_agree_with_the_core_rule():
     np.testing.assert_allclose(weight.detach().numpy(), want, rtol=1e-12)
     np.testing.assert_allclose(torch_loss.alpha.item(), want_aux.alpha, rtol=1e-12)
 
-    jax.config.update("jax_enable_x64", True)
-    try:
+    with jax.enable_x64(True):  # restores the session's setting afterwards
         jax_loss = xj.MIDAM_softmax_pooling_loss(4, dtype="float64")
         tx = xj.MIDAM(loss_fn=jax_loss, learning_rate=0.2, momentum=0.5, weight_decay=0.1)
         params = {"w": jnp.asarray(start), "loss": jax_loss.init_params()}
@@ -368,8 +367,6 @@ def test_midam_adapters_agree_with_the_core_rule():
             params = optax.apply_updates(params, updates)
         np.testing.assert_allclose(np.asarray(params["w"]), want, rtol=1e-12)
         np.testing.assert_allclose(float(params["loss"].alpha), want_aux.alpha, rtol=1e-12)
-    finally:
-        jax.config.update("jax_enable_x64", False)
 
     tf_loss = xt.MIDAM_softmax_pooling_loss(4, dtype="float64")
     variable = tf.Variable(start)
