@@ -17,7 +17,8 @@ Measured (a benchmark script, not a test; LibAUC is needed here only and never b
    (with the IQR of the per-round paired ratios).
 2. ``epoch``: one epoch of a small MLP on a real data set shipped with xrisk (digits, one
    class against the rest, or breast cancer) through each library's own data idiom:
-   xrisk ``DataLoader(IndexedDataset(x, y), batch_sampler=DualSampler(y, B, sampling_rate=r))``
+   xrisk ``DataLoader(IndexedDataset(x, y), sampler=DualSampler(y, B, sampling_rate=r),
+   batch_size=None)`` (one gather per batch)
    and LibAUC ``DataLoader(CustomDataset(x, y, return_index=True), batch_size=B,
    sampler=DualSampler(ds, B, labels=y, sampling_rate=r))``. Both give
    ``max(n+ // num_pos, n- // num_neg)`` batches. Also timed: the data path alone
@@ -260,8 +261,8 @@ def make_loaders(x: np.ndarray, y: np.ndarray, args: argparse.Namespace, lib: Li
                  ) -> dict[str, DataLoader]:
     """Each library's own idiom (single process, no workers, default collate)."""
     size, rate = args.epoch_batch_size, args.sampling_rate
-    xrisk_loader = DataLoader(xr.IndexedDataset(x, y),
-                              batch_sampler=xr.DualSampler(y, size, sampling_rate=rate))
+    xrisk_loader = DataLoader(xr.IndexedDataset(x, y), batch_size=None,
+                              sampler=xr.DualSampler(y, size, sampling_rate=rate))
     dataset = lib.CustomDataset(x, y, return_index=True)
     sampler = lib.sampler.DualSampler(dataset, size, labels=y, sampling_rate=rate)
     libauc_loader = DataLoader(dataset, batch_size=size, sampler=sampler, shuffle=False)
@@ -780,7 +781,7 @@ def profile_data_path(args: argparse.Namespace, lib: LibAUC) -> None:
         fns[f"item {impl}"] = (functools.partial(dataset.__getitem__, 7), 1000)
         fns[f"collate {impl}"] = (functools.partial(default_collate, items), 50)
         fns[f"batch {impl}"] = (functools.partial(_fetch, dataset, keys), 50)
-        fns[f"sampler {impl}"] = (count(loader.batch_sampler), 10)
+        fns[f"sampler {impl}"] = (count(loader.batch_sampler or loader.sampler), 10)
         fns[f"epoch {impl}"] = (count(loader), 2)
     fns["epoch plain"] = (count(plain), 2)
     fns["epoch whole"] = (count(whole), 2)

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")  # before TensorFlow, as the project's conftest does
 
@@ -208,15 +210,24 @@ def test_torch_sampler_slot_raises_and_names_batch_sampler(num_workers):
     assert y.tolist() == [1, 1] + [0] * 8 and index.tolist() == sampler.batch(0, epoch=0).tolist()
 
 
-def test_indexed_dataset_refuses_a_batch_as_one_key():
+def test_indexed_dataset_reads_a_batch_key_at_once():
     from torch.utils.data import DataLoader
 
     from xrisk.torch.data import DualSampler, IndexedDataset
 
     data = IndexedDataset(DATA, LABELS)
-    for key in ([3, 4], np.array([3, 4]), torch.tensor([3, 4]), [(3, 0), (4, 1)], [3]):
-        with pytest.raises(TypeError, match="whole batch.*batch_sampler=sampler"):
-            data[key]
+    for key in ([3, 4, 3], np.array([3, 4, 3]), torch.tensor([3, 4, 3])):
+        x, y, index = data[key]
+        np.testing.assert_array_equal(x, DATA[[3, 4, 3]])
+        np.testing.assert_array_equal(y, LABELS[[3, 4, 3]])
+        assert index.tolist() == [3, 4, 3] and index.dtype == np.int64
+    x, y, (index, task) = data[[(3, 0), (4, 1)]]  # TriSampler's (index, task id) pairs
+    assert index.tolist() == [3, 4] and task.tolist() == [0, 1]
+    np.testing.assert_array_equal(x, DATA[[3, 4]])
+    with pytest.raises(IndexError, match="beyond the data"):
+        data[[3, 100]]
+    with pytest.raises(TypeError, match=r"batch key of shape \(1, 1, 2\)"):
+        data[np.zeros((1, 1, 2), dtype=np.int64)]
     with pytest.raises(TypeError, match="bool"):
         data[True]
     with pytest.raises(TypeError, match="tuple of 3"):
@@ -227,10 +238,39 @@ def test_indexed_dataset_refuses_a_batch_as_one_key():
         x, y, i = data[key]
         assert i == 3 and type(i) is int and y == LABELS[3]
     assert data[(3, np.int64(1))][2] == (3, 1)
-    # batch_size=None hands each sampler batch to __getitem__ as is: refused as well
-    loader = DataLoader(data, batch_size=None, sampler=DualSampler(LABELS, 10))
-    with pytest.raises(TypeError, match="whole batch"):
-        next(iter(loader))
+    # batch_size=None hands each sampler batch to __getitem__ as is: one gather per batch
+    loader = DataLoader(data, batch_size=None, sampler=DualSampler(LABELS, 10, seed=1))
+    x, y, index = next(iter(loader))
+    assert isinstance(x, torch.Tensor) and x.shape == (10, DATA.shape[1])
+    assert index.dtype == torch.int64 and torch.equal(y, torch.as_tensor(LABELS)[index])
+
+
+@settings(max_examples=4, deadline=None)
+@given(positives=st.integers(1, 30), batch_size=st.integers(2, 16), rate=st.sampled_from(
+    [0.1, 0.25, 0.5]), seed=st.integers(0, 3), pairs=st.booleans())
+def test_bulk_loader_equals_the_per_item_loader(positives, batch_size, rate, seed, pairs):
+    """DataLoader(sampler=, batch_size=None) gives the batch_sampler= loader's batches, values
+    and dtypes alike, for DualSampler and TriSampler's (index, task) pairs."""
+    from torch.utils.data import DataLoader
+
+    from xrisk.torch.data import DualSampler, IndexedDataset, TriSampler
+
+    labels = np.zeros(60, dtype=np.int64)
+    labels[:positives] = 1
+    if pairs:
+        targets = np.column_stack([labels, labels[::-1]])
+        make = lambda: TriSampler(targets, 2, num_pos=1, seed=seed)  # noqa: E731
+    else:
+        targets = labels
+        make = lambda: DualSampler(labels, batch_size, sampling_rate=rate, seed=seed)  # noqa: E731
+    data = IndexedDataset(DATA[:60].astype(np.float32), targets)
+    bulk = list(DataLoader(data, sampler=make(), batch_size=None))
+    items = list(DataLoader(data, batch_sampler=make()))
+    assert len(bulk) == len(items) > 0
+    flat = lambda batch: [batch[0], batch[1], *(batch[2] if pairs else [batch[2]])]  # noqa: E731
+    for got, want in zip(bulk, items, strict=True):
+        for a, b in zip(flat(got), flat(want), strict=True):
+            assert a.dtype == b.dtype and torch.equal(a, b)
 
 
 def test_torch_dataset_as_first_sampler_argument_names_the_labels():

@@ -28,9 +28,10 @@ class IndexedDataset:
     -----
     An item key may be an int or, for :class:`~xrisk.samplers.TriSampler` in classification
     mode, a pair ``(i, task)``; the item is then ``(x[i], y[i], (i, task))`` (LibAUC's contract).
-    :meth:`batch` gathers a whole index array at once. A list or array key (a whole batch) is
-    refused with a TypeError: it is what a torch ``DataLoader`` passes when an xrisk sampler is
-    given as ``sampler=`` instead of ``batch_sampler=``.
+    A list or 1-D array of indices (or of such pairs) is a whole batch, gathered at once:
+    ``(x[index], y[index], index)`` as arrays (with ``(index, task)`` for pairs). That is what
+    a torch ``DataLoader(dataset, sampler=xrisk_sampler, batch_size=None)`` asks for: one
+    gather per batch instead of one read per item plus a collate.
 
     Examples
     --------
@@ -71,17 +72,20 @@ class IndexedDataset:
 
     def __getitem__(self, key: Any) -> tuple[Any, Any, Any]:
         """Item ``(x[i], y[i], i)`` for an integer key ``i``, ``(x[i], y[i], (i, task))`` for a
-        pair ``(i, task)``.
+        pair ``(i, task)``; for a list or 1-D array of either, the whole batch at once (see
+        :meth:`batch`).
 
         Raises
         ------
         TypeError
-            The key holds several indices (a list or array): that is a whole batch, which
-            reaches ``__getitem__`` when an xrisk sampler is given to a DataLoader as
-            ``sampler=``. Use ``DataLoader(dataset, batch_sampler=sampler)`` or :meth:`batch`.
+            A bool key, a tuple that is not a pair, or an array of more than 2 dimensions.
         IndexError
-            The index is outside ``[0, len(self))``.
+            An index outside ``[0, len(self))``.
         """
+        if type(key) is int:
+            return self._item(self._one_index(key))
+        if isinstance(key, list) or (not isinstance(key, tuple) and np.ndim(key) > 0):
+            return self._batch_key(key)
         if isinstance(key, tuple):
             if len(key) != 2:
                 raise TypeError(
@@ -91,13 +95,28 @@ class IndexedDataset:
                 )
             i = self._one_index(key[0])
             task = self._one_index(key[1], name="task id", in_range=False)
-            x, y, _ = self[i]
+            x, y, _ = self._item(i)
             return x, y, (i, task)
-        i = self._one_index(key)
+        return self._item(self._one_index(key))
+
+    def _item(self, i: int) -> tuple[Any, Any, int]:
         x = self.data[i]
         if self.transform is not None:
             x = self.transform(x)
         return x, self.targets[i], i
+
+    def _batch_key(self, key: Any) -> tuple[Any, Any, Any]:
+        """A whole batch: indices (B,) or ``(index, task)`` pairs (B, 2)."""
+        values = to_numpy(key)
+        if values.ndim == 2 and values.shape[1] == 2:
+            x, y, index = self.batch(values[:, 0])
+            return x, y, (index, class_labels("IndexedDataset", values[:, 1], name="task id"))
+        if values.ndim != 1:
+            raise TypeError(
+                f"IndexedDataset: batch key of shape {values.shape}; expected indices (B,) or "
+                "(index, task_id) pairs (B, 2). Fix: pass a sampler's batch as it comes."
+            )
+        return self.batch(values)
 
     def _one_index(self, key: Any, *, name: str = "index", in_range: bool = True) -> int:
         """``key`` as one int >= 0 (and < ``len(self)`` if ``in_range``); else raise."""
@@ -112,12 +131,8 @@ class IndexedDataset:
             )
         if values.ndim != 0:
             raise TypeError(
-                f"IndexedDataset: item key holds {values.size} indices {preview(values)}, i.e. a "
-                f"whole batch; expected one {name}. A DataLoader given an xrisk sampler as "
-                "sampler= treats each of its batches as one item (and would train on one "
-                "example per batch). Fix: DataLoader(dataset, batch_sampler=sampler) with no "
-                "batch_size, shuffle or drop_last; for an index array use dataset.batch(index)."
-            )
+                f"IndexedDataset: {name} {preview(values)} holds {values.size} values; expected "
+                f"one {name}. Fix: pass one integer per key (a pair is (index, task_id)).")
         if not in_range:
             return int(class_labels("IndexedDataset", values.reshape(1), name=name)[0])
         return int(self.check_index(values)[0])

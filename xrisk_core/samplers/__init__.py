@@ -5,8 +5,8 @@ Every sampler yields numpy int64 index arrays (fresh ones, which the caller may 
 ``set_epoch``, ``state_dict`` / ``load_state_dict`` (resume by epoch and position) and
 ``shard(rank, world_size)``. Each batch is a pure function of ``(seed, epoch, position)``; the
 global numpy RNG is never used. The framework adapters (``xrisk.torch``, ``xrisk.tensorflow``,
-``xrisk.jax``) wrap them; with torch pass a sampler as ``DataLoader(dataset,
-batch_sampler=sampler)``.
+``xrisk.jax``) wrap them; with torch pass a sampler as ``DataLoader(dataset, sampler=sampler,
+batch_size=None)`` (or ``batch_sampler=sampler``).
 
 Iteration and resume
 --------------------
