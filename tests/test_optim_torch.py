@@ -192,3 +192,35 @@ def test_torch_compile_of_a_training_step_matches_eager():
         np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
     assert any(not torch.equal(p, q) for p, q in zip(runs[False], _model(dtype=torch.float32)
                                                       .parameters()))
+
+
+@pytest.mark.parametrize("name", ["SOAP", "PESG"])
+@pytest.mark.parametrize("edit", ["in_place", "load_state_dict", "rebind_data"])
+def test_a_parameter_changed_between_steps_is_read_anew(name, edit):
+    """The eager optimizer mirrors a group's parameters in one flat vector; a parameter written
+    outside it (in place, by the model's load_state_dict, or by rebinding .data) must be read
+    again at the next step, as a fresh optimizer with the same state reads it."""
+    model = _model()
+    loss_fn = xr.APLoss(16) if name == "SOAP" else xr.AUCMLoss()
+    opt = getattr(xr, name)(model.parameters(), **({} if name == "SOAP" else
+                                                   {"loss_fn": loss_fn}))
+    _train(model, loss_fn, opt, 2)
+    edited = {k: v * 0.5 for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        if edit == "in_place":
+            for param in model.parameters():
+                param.mul_(0.5)
+        elif edit == "load_state_dict":
+            model.load_state_dict(edited)
+        else:
+            for param, key in zip(model.parameters(), edited, strict=True):
+                param.data = edited[key].clone()
+    twin = copy.deepcopy(model)
+    twin_loss = copy.deepcopy(loss_fn)
+    twin_opt = getattr(xr, name)(twin.parameters(), **({} if name == "SOAP" else
+                                                       {"loss_fn": twin_loss}))
+    twin_opt.load_state_dict(opt.state_dict())
+    _train(model, loss_fn, opt, 1)
+    _train(twin, twin_loss, twin_opt, 1)
+    for got, want in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

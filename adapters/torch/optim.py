@@ -324,11 +324,14 @@ class _FlatPlan:
     The members share dtype, device and counter values. Their float slots are views of one
     flat buffer per slot (``self.state[p]`` holds the views, so ``state_dict`` and the per-tensor
     path see ordinary per-parameter tensors); their counters are 0-d views of one int32 vector
-    per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`). A step costs the
-    core rule's ops once, plus gathering the gradients and parameters and writing back.
-    Anything that rebinds a state entry (``load_state_dict``, ``update_regularizer``, a
-    compiled or per-tensor step) breaks the identity :func:`_plans_match` checks, and the
-    plans are rebuilt from the state at the next eager step.
+    per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`). The parameters'
+    values are mirrored in one flat vector too, refreshed only when a parameter changed outside
+    this plan (its version counter or storage moved: ``load_state_dict``, ``.to()``, an
+    in-place edit). A step costs the core rule's ops once, plus gathering the gradients and
+    writing back (two ops). Anything that rebinds a state entry (``load_state_dict``,
+    ``update_regularizer``, a compiled or per-tensor step) breaks the identity
+    :func:`_plans_match` checks, and the plans are rebuilt from the state at the next eager
+    step.
     """
 
     def __init__(self, params: list[torch.Tensor], rule: UpdateRule,
@@ -349,16 +352,27 @@ class _FlatPlan:
             self.flats[name] = flat
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
+        self.values = _flatten([p.detach() for p in params])  # the parameters, one vector
+        self.pieces = _unflatten(self.values, params)
+        self.seen = self._fingerprint()
+
+    def _fingerprint(self) -> list[tuple[int, int]]:
+        """Each parameter's version counter (bumped by every in-place write) and address."""
+        return [(p._version, p.data_ptr()) for p in self.params]
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
-        # torch's own (DDP, apex) flatten/unflatten: one C++ call each, no Python loop of views
+        if self._fingerprint() != self.seen:  # written or moved since the last step
+            torch._foreach_copy_(self.pieces, [p.detach() for p in params])
+        # torch's own (DDP, apex) flatten: one C++ call, no Python loop of views
         grad = _flatten([p.grad for p in params])
         slots = rule.slots_type(**{name: self.counters.get(name, flat)
                                    for name, flat in self.flats.items()})
-        new_param, new_slots = rule.update_param(grad, _flatten(params), slots, rates,
+        new_param, new_slots = rule.update_param(grad, self.values, slots, rates,
                                                  auxiliary=auxiliary)
-        torch._foreach_copy_(params, _unflatten(new_param, params))
+        self.values.copy_(new_param)
+        torch._foreach_copy_(params, self.pieces)
+        self.seen = self._fingerprint()
         for name, flat in self.flats.items():
             value = getattr(new_slots, name)
             if name in self.counters:
@@ -392,7 +406,10 @@ def _plans_match(members: tuple[torch.Tensor, ...], planned_rule: UpdateRule,
     if rule is not planned_rule and rule.slot_specs().keys() != planned_rule.slot_specs().keys():
         return False
     for plan in plans:
+        dtype, device = plan.values.dtype, plan.values.device
         for param, views in zip(plan.params, plan.views):
+            if param.dtype != dtype or param.device != device:  # e.g. model.double()
+                return False
             entries = state.get(param)
             if entries is None or len(entries) != len(views) or any(
                     entries.get(name) is not view for name, view in views.items()):
