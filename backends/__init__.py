@@ -2,9 +2,9 @@
 
 Each module here (``numpy``, ``array_api_strict``, ``torch``, ``jax``, ``tensorflow``) supplies
 only what the array API standard lacks: the namespace, ``stop_gradient``, ``write_rows`` (the
-one mutation primitive), dtypes, devices and laziness (tracers). The core asks
-:func:`backend_of` for the backend of its input arrays on every call, so one process can mix
-backends freely and no global switch exists.
+one mutation primitive), dtypes, devices, laziness (tracers) and axis sizes known only at run
+time. The core asks :func:`backend_of` for the backend of its input arrays on every call, so
+one process can mix backends freely and no global switch exists.
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ class Backend(Protocol):
     def write_rows(self, table: Any, index: Any, rows: Any) -> Any: ...
 
     def device(self, x: Any) -> Any: ...
+
+    def axis_size(self, x: Any, axis: int) -> Any:
+        """An int, or a scalar array of the index dtype where the size is known only at run
+        time (TensorFlow's ``None`` dimensions); the core reads it through
+        :func:`xrisk._state.axis_size`."""
 
     def inspectable(self, x: Any) -> bool: ...
 

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all",
+    "inspectable", "to_numpy", "assert_all", "axis_size",
 ]
 
 name = "array_api_strict"
@@ -30,6 +30,11 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
 
 def device(x: Any) -> Any:
     return x.device
+
+
+def axis_size(x: Any, axis: int) -> Any:
+    """The size of axis ``axis``, an int (eager arrays: shapes are always known)."""
+    return x.shape[axis]
 
 
 def inspectable(x: Any) -> bool:

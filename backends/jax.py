@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all",
+    "inspectable", "to_numpy", "assert_all", "axis_size",
 ]
 
 name = "jax"
@@ -48,6 +48,11 @@ def device(x: Any) -> Any:
     if isinstance(x, jax.core.Tracer):
         return None
     return next(iter(x.devices()))
+
+
+def axis_size(x: Any, axis: int) -> Any:
+    """The size of axis ``axis``, an int (JAX traces with static shapes)."""
+    return x.shape[axis]
 
 
 def inspectable(x: Any) -> bool:

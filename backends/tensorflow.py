@@ -16,7 +16,7 @@ import tensorflow as tf
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "SHIM_FUNCTIONS",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "SHIM_FUNCTIONS",
 ]
 
 name = "tensorflow"
@@ -50,10 +50,6 @@ def where(condition: Any, x1: Any, x2: Any) -> Any:
 
 def take(x: Any, indices: Any, axis: int | None = None) -> Any:
     return tf.gather(x, indices, axis=axis or 0)
-
-
-def stack(arrays: Any, axis: int = 0) -> Any:
-    return tf.stack(arrays, axis=axis)
 
 
 def concat(arrays: Any, axis: int = 0) -> Any:
@@ -112,10 +108,6 @@ def arange(stop: int, dtype: Any = None, device: Any = None) -> Any:
     return tf.range(stop, dtype=dtype or tf.int64)
 
 
-def expand_dims(x: Any, axis: int) -> Any:
-    return tf.expand_dims(x, axis)
-
-
 def reshape(x: Any, shape: Any, copy: bool | None = None) -> Any:
     return tf.reshape(x, shape)
 
@@ -150,7 +142,8 @@ SHIM_FUNCTIONS = (
 _DIRECT = {"exp": tf.exp, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
            "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
            "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose,
-           "argsort": tf.argsort, "cumulative_sum": tf.math.cumsum}
+           "argsort": tf.argsort, "cumulative_sum": tf.math.cumsum, "stack": tf.stack,
+           "expand_dims": tf.expand_dims}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}
@@ -177,6 +170,13 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
 
 def device(x: Any) -> Any:
     return getattr(x, "device", None)
+
+
+def axis_size(x: Any, axis: int) -> Any:
+    """The size of axis ``axis``: an int, or an int64 scalar tensor where it is known only at
+    run time (a ``tf.function`` traced with ``None`` in the input signature)."""
+    size = x.shape[axis]
+    return tf.shape(x, out_type=tf.int64)[axis] if size is None else size
 
 
 def inspectable(x: Any) -> bool:

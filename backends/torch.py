@@ -4,16 +4,54 @@ from __future__ import annotations
 
 from typing import Any
 
-import array_api_compat.torch as namespace
+import array_api_compat.torch as _compat
 import numpy as np
 import torch
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all",
+    "inspectable", "to_numpy", "assert_all", "axis_size",
 ]
 
 name = "torch"
+
+
+class _Namespace:
+    """``array_api_compat.torch`` with its two hottest wrappers made direct calls.
+
+    The core calls ``take`` and ``clip`` several times per step, and an eager torch step is
+    dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds
+    three ops to wrap negative indices, which the core never passes (its gathers use
+    validated or computed non-negative positions; a negative one still raises in
+    ``index_select``), and its ``clip`` inspects its bounds in Python before ``clamp``.
+    Everything else is compat's, unchanged.
+    """
+
+    def __getattr__(self, attribute: str) -> Any:
+        value = getattr(_compat, attribute)
+        setattr(self, attribute, value)  # looked up once
+        return value
+
+    @staticmethod
+    def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+        if axis is None and x.ndim != 1:
+            return _compat.take(x, indices)  # its error: axis must be given
+        return torch.index_select(x, 0 if axis is None else axis, indices)
+
+    @staticmethod
+    def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (array API)
+        # Float tensors with finite Python-number bounds: clamp is the array API's clip.
+        if x.is_floating_point() and _plain_bound(min) and _plain_bound(max) and not (
+                min is None and max is None):
+            return torch.clamp(x, min, max)
+        return _compat.clip(x, min, max)
+
+
+def _plain_bound(value: Any) -> bool:
+    return value is None or (type(value) in (int, float) and value == value)
+
+
+namespace: Any = _Namespace()
 has_autodiff = True
 index_dtype = torch.int64
 
@@ -34,10 +72,15 @@ def device(x: Any) -> Any:
     return x.device
 
 
+def axis_size(x: Any, axis: int) -> Any:
+    """The size of axis ``axis``: an int (a symbolic int under ``torch.compile``)."""
+    return x.shape[axis]
+
+
 def inspectable(x: Any) -> bool:
     """Eager CPU tensors: reading values costs no device sync. Under ``torch.compile`` values
     are fake tensors, and on an accelerator a read would synchronise every step."""
-    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+    return x.is_cpu and not torch.compiler.is_compiling()
 
 
 def to_numpy(x: Any) -> np.ndarray:

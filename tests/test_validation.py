@@ -191,3 +191,34 @@ def test_sampler_state_accepts_0d_integer_arrays():
     sampler = DualSampler(np.array([1, 0] * 10), 4, num_pos=2, seed=5)
     sampler.load_state_dict({"seed": np.array(5), "epoch": np.int32(2), "position": 1})
     assert sampler.state_dict() == {"seed": 5, "epoch": 2, "position": 1}
+
+
+@given(batch=st.integers(1, 9), column=st.booleans())
+def test_a_passed_batch_signature_does_not_excuse_a_later_bad_one(batch, column):
+    """check_inputs remembers shapes and dtypes that passed its static checks; a later call
+    with another signature is checked in full, and a remembered (B, 1) input is still
+    reshaped."""
+    loss = xrisk.APLoss(20)
+    state = loss.init(xp=np, dtype=np.float64)
+    rng = np.random.default_rng(batch)
+    scores = rng.uniform(size=(batch, 1) if column else batch)
+    labels = np.arange(batch) % 2
+    index = np.arange(batch)
+    first, _ = loss.apply(state, scores, labels, index)
+    again, _ = loss.apply(state, scores, labels, index)  # the remembered signature
+    assert again == first
+    flat, _ = loss.apply(state, np.reshape(scores, -1), labels, index)
+    assert flat == first
+    _fails(ValueError, lambda: loss.apply(state, scores, labels[:-1], index), "sizes differ")
+    _fails(TypeError, lambda: loss.apply(state, scores, labels, index.astype(float)), "dtype")
+    _fails(ValueError, lambda: loss.apply(state, np.ones((batch, 2)), labels, index), "shape")
+    with pytest.raises(ValueError, match="must be 0 or 1"):
+        loss.apply(state, scores, labels + 2, index)
+
+
+def test_declarations_are_computed_once_and_handed_out_as_copies():
+    loss = xrisk.pAUC_CVaR_Loss(10)
+    tables = loss.state_tables()
+    tables.clear()  # a caller's edit of its copy
+    assert list(loss.state_tables()) == list(xrisk.pAUC_CVaR_Loss(10).state_tables())
+    assert loss.inputs() is loss.inputs()  # tuples are immutable: one object

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .backends import backend_of
+
 __all__ = [
     "StateTable",
+    "axis_size",
+    "size_bound",
     "allocate_state",
     "initial_values",
     "masked_mean",
     "key_gaps",
     "last_occurrence",
     "focus_rows",
+    "full_like",
     "write_rows",
 ]
 
@@ -70,6 +75,32 @@ def initial_values(table: StateTable) -> Any:
     return [cast(v) for v in fill] if isinstance(fill, tuple) else cast(fill)
 
 
+def axis_size(x: Array, axis: int = 0, *, dtype: Any = None) -> Any:
+    """The size of axis ``axis`` of ``x``: a Python int when it is static (always on numpy,
+    torch and JAX), else a scalar array computed at run time (a TensorFlow ``None`` dimension,
+    e.g. Keras ``fit``'s batch), cast to ``dtype`` if given (a divisor in float arithmetic:
+    TensorFlow does not promote integer arrays). A static size costs no array operation.
+    """
+    size = x.shape[axis]
+    if size is not None:
+        return size
+    backend = backend_of(x)
+    size = backend.axis_size(x, axis)
+    return size if dtype is None else backend.namespace.astype(size, dtype)
+
+
+def size_bound(size: Any) -> Any:
+    """A static upper bound of a batch size from :func:`axis_size`: the size itself, or
+    :data:`RUN_TIME_BATCH_BOUND` for one known only at run time."""
+    return RUN_TIME_BATCH_BOUND if hasattr(size, "dtype") else size
+
+
+#: Bound of a batch size known only at run time, where a static one is needed (the keys of
+#: :func:`key_gaps`, the scale of :func:`last_occurrence`): every such batch builds (B, B)
+#: matrices, 64 TiB in float32 at B = 2**22, so a batch that runs is smaller.
+RUN_TIME_BATCH_BOUND = 2**22
+
+
 def masked_mean(values: Array, mask: Array, *, axis: int | None = None, xp: Any) -> Array:
     """Mean of ``values`` where ``mask`` is 1; 0 (not NaN) where the mask is empty.
 
@@ -105,7 +136,7 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
         ranks = _dense_ranks(row_keys, xp)
         return _squared_gaps(ranks, ranks, xp.float32, xp)
     ranks = _dense_ranks(xp.concat([row_keys, column_keys]), xp)
-    count = row_keys.shape[0]
+    count = axis_size(row_keys)
     return _squared_gaps(ranks[:count], ranks[count:], xp.float32, xp)
 
 
@@ -139,11 +170,11 @@ def last_occurrence(index: Array, *, bound: int | None = None, xp: Any) -> Array
     scatter, which is what makes :func:`write_rows` deterministic. O(B^2) float arithmetic,
     no data-dependent shapes (jit-safe).
     """
-    batch = index.shape[0]
+    batch = axis_size(index)
     gaps = key_gaps(index, index, bound=2**63 if bound is None else bound, xp=xp)
     # marks[i, j] = -j / 2**k (exact: a power of two, 2**k > batch) where index[j] == index[i],
     # in (-1, 0]; > 0 elsewhere (gap >= 1). The row minimum is -last / 2**k.
-    scale = 2.0 ** batch.bit_length()
+    scale = 2.0 ** size_bound(batch).bit_length()
     marks = gaps + xp.expand_dims(xp.arange(batch, dtype=gaps.dtype) * (-1 / scale), 0)
     return xp.astype(xp.min(marks, axis=1) * -scale, index.dtype)
 
@@ -157,9 +188,9 @@ def focus_rows(index: Array, keep: Array, *, xp: Any) -> tuple[Array, Array]:
     the redirected rows the anchor's new value: the step touches only the kept rows of a
     large table, where every row touched costs a cache and TLB miss.
     """
-    batch = index.shape[0]
+    batch = axis_size(index)
     positions = xp.arange(batch, dtype=index.dtype)
-    first = xp.min(xp.where(keep, positions, xp.full_like(positions, batch)))
+    first = xp.min(xp.where(keep, positions, full_like(positions, batch, xp)))
     anchor = xp.reshape(first % batch, (1,))  # none kept: batch % batch = position 0
     return xp.where(keep, index, xp.take(index, anchor, axis=0)), anchor
 
@@ -182,3 +213,11 @@ def write_rows(backend: Any, table: Array, index: Array, rows: Array, *, xp: Any
         rows = xp.take(rows, last_occurrence(index, bound=table.shape[0], xp=xp), axis=0)
     return backend.write_rows(table, index, rows if rows.dtype == table.dtype
                               else xp.astype(rows, table.dtype))
+
+
+def full_like(x: Array, value: Any, xp: Any) -> Array:
+    """``xp.full_like(x, value)`` for a Python scalar or a size from :func:`axis_size` (an
+    array where known only at run time, which ``full_like`` does not take)."""
+    if hasattr(value, "dtype"):
+        return xp.zeros_like(x) + xp.astype(value, x.dtype)
+    return xp.full_like(x, value)

@@ -135,7 +135,7 @@ def _match_rank(owner: str, spec: Any, x: Array, xp: Any) -> Array:
     if len(shape) == rank:
         return x
     if rank == 1 and len(shape) == 2 and shape[1] == 1:
-        return xp.reshape(x, (shape[0],))
+        return xp.reshape(x, (-1,))  # shape[0] may be None (known at run time)
     accepted = _shape_text(spec.shape)
     if rank == 1:
         accepted += f" or ({spec.shape[0]}, 1)"
@@ -166,7 +166,8 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
     Returns ``(inputs, valid, empty)``: the inputs with their declared ranks and every index
     in the backend's index dtype (made safe to gather with), ``valid`` — ``None`` when the
     values were checked on the host (bad values raise), else a bool array of shape ()
-    computed in the graph — and whether a free dimension is 0.
+    computed in the graph — and whether a free dimension is 0: a bool, or a bool array of
+    shape () where sizes are known only at run time (see :func:`_run_time_sizes`).
 
     Raises
     ------
@@ -185,10 +186,23 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
         declaration gives (e.g. logits passed where probabilities in [0, 1] are expected).
     """
     owner = definition.name
+    specs = {spec.name: spec for spec in definition.inputs()}
+    # The static checks depend on the inputs' shapes and dtypes only: a signature that passed
+    # them before is not checked again (an eager step meets the same one batch after batch).
+    signature = _signature(backend, bound)
+    cache = definition.__dict__.get("_static_checks")
+    if cache is None or len(cache) > 64:
+        cache = {}
+        object.__setattr__(definition, "_static_checks", cache)  # definitions are frozen
+    known = cache.get(signature) if signature is not None else None
+    if known is not None:
+        flat, empty = known
+        ranked = {name: x if x is None or name not in flat else xp.reshape(x, (-1,))
+                  for name, x in bound.items()}
+        return _check_values_of(definition, backend, specs, ranked, {}, empty, xp)
     fixed = definition.dims()
     checked: dict[str, Array] = {}
-    sizes: dict[str, dict[str, int]] = {}
-    specs = {spec.name: spec for spec in definition.inputs()}
+    sizes: dict[str, dict[str, int | None]] = {}  # None: known only at run time
     for name, spec in specs.items():
         x = bound[name]
         if x is None:
@@ -197,11 +211,12 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
         x = _match_rank(owner, spec, x, xp)
         _check_dtype(owner, spec, x, xp)
         for dim, size in zip(spec.shape, tuple(x.shape)):
-            sizes.setdefault(dim, {})[name] = int(size)
+            sizes.setdefault(dim, {})[name] = None if size is None else int(size)
         checked[name] = x
     for dim, by_input in sizes.items():
-        expected = {fixed[dim]} if dim in fixed else set(by_input.values())
-        if len(set(by_input.values()) | expected) > 1:
+        static = {size for size in by_input.values() if size is not None}  # None: run time
+        expected = {fixed[dim]} if dim in fixed else static
+        if len(static | expected) > 1:
             want = f"{dim} = {fixed[dim]}" if dim in fixed else f"one {dim} size for " + \
                 ", ".join(by_input)
             raise ValueError(
@@ -210,6 +225,32 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
                                                   f"{fixed[dim]})." if dim in fixed else ".")
             )
     empty = any(0 in by_input.values() for dim, by_input in sizes.items() if dim not in fixed)
+    if signature is not None:
+        flat = frozenset(name for name, x in checked.items()
+                         if x is not None and x is not bound[name])
+        cache[signature] = (flat, empty)
+    return _check_values_of(definition, backend, specs, checked, sizes, empty, xp)
+
+
+def _signature(backend: Any, bound: dict[str, Array]) -> tuple[Any, ...] | None:
+    """The shapes and dtypes of a batch, hashable; ``None`` if a size is unknown (run time)."""
+    out: list[Any] = [backend.name]
+    for x in bound.values():
+        if x is None:
+            out.append(None)
+            continue
+        shape = tuple(x.shape)
+        if None in shape:
+            return None
+        out.append((shape, x.dtype))
+    return tuple(out)
+
+
+def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
+                     checked: dict[str, Array], sizes: dict[str, dict[str, int | None]],
+                     empty: Any, xp: Any) -> tuple[dict[str, Array], Array | None, Any]:
+    """The value checks of :func:`check_inputs`, on inputs that passed the static ones."""
+    owner = definition.name
     present = [x for x in checked.values() if x is not None]
     spaces = definition.key_spaces()
     if all(backend.inspectable(x) for x in present):
@@ -246,7 +287,88 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
         checked[name] = x
         ok = xp.all(ok)
         valid = ok if valid is None else valid & ok
+    if any(None in by_input.values() for by_input in sizes.values()):
+        return _run_time_sizes(definition, backend, specs, checked, sizes, valid, empty, xp)
     return checked, valid, empty
+
+
+def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
+                    checked: dict[str, Array], sizes: dict[str, dict[str, int | None]],
+                    valid: Array | None, empty: bool, xp: Any,
+                    ) -> tuple[dict[str, Array], Array, Any]:
+    """The checks of named dimensions whose size is known only at run time (TensorFlow
+    ``None`` dimensions: Keras ``fit``, a ``tf.function`` with such an input signature).
+
+    The sizes of each such dimension are compared in the graph: sizes that differ make
+    ``valid`` false (NaN loss, no state write; in ``"raise"`` mode the assertion of
+    :class:`set_checks`). So that the loss's math never meets inconsistent or empty arrays
+    (which no check could then catch: broadcasting, a remainder by 0), the inputs of unknown
+    size are cut (after padding) to the size the dimension must have where it is known — the
+    declared size of a fixed dimension, or the static size of another input — and then get
+    that static size back; otherwise every input is cut to the smallest size, padded with
+    one neutral row if that is 0 (``empty`` is then true: ``apply`` returns 0 and writes no
+    state). Batches of consistent, non-empty sizes pass unchanged (a concatenation and a
+    slice per input and dimension, values and gradients exact).
+    """
+    owner, fixed = definition.name, definition.dims()
+    static = dict(fixed)  # dimension -> the size all its inputs must have, where known
+    run_time_empty = None
+    for dim, by_input in sizes.items():
+        if None not in by_input.values():
+            continue
+        axes = {name: specs[name].shape.index(dim) for name in by_input}
+        found = xp.stack([xp.asarray(backend.axis_size(checked[name], axis),
+                                     dtype=backend.index_dtype) for name, axis in axes.items()])
+        known = [size for size in by_input.values() if size is not None]
+        if dim not in static and known:  # the host checked that the known sizes agree
+            static[dim] = known[0]
+        if dim in static:
+            target = rows = static[dim]
+            ok = found == target
+        else:
+            smallest = xp.min(found)
+            ok, rows = found == smallest, 1
+            target = xp.maximum(smallest, xp.ones_like(smallest))
+            is_empty = smallest == 0
+            run_time_empty = is_empty if run_time_empty is None else run_time_empty | is_empty
+        if _mode == "raise":
+            backend.assert_all(ok, _size_message(owner, dim, tuple(axes), fixed), found)
+        valid = xp.all(ok) if valid is None else valid & xp.all(ok)
+        if empty:  # a static 0 elsewhere: apply returns before any math
+            continue
+        for name, axis in axes.items():
+            if by_input[name] is None:
+                checked[name] = _cut_or_pad(checked[name], axis, target, rows,
+                                            specs[name].kind, backend, xp)
+    for name, x in checked.items():  # dimensions of known size get their static size back
+        shape = specs[name].shape if x is not None else ()
+        if not empty and any(x.shape[a] is None and d in static for a, d in enumerate(shape)):
+            checked[name] = xp.reshape(x, tuple(static[d] if d in static
+                                                else backend.axis_size(x, a)
+                                                for a, d in enumerate(shape)))
+    if empty or run_time_empty is None:  # a static 0, or every size known somewhere
+        return checked, valid, empty
+    return checked, valid, run_time_empty
+
+
+def _cut_or_pad(x: Array, axis: int, target: Any, rows: int, kind: str, backend: Any,
+                xp: Any) -> Array:
+    """``x`` cut to ``target`` entries along ``axis``, after ``rows`` neutral entries are
+    appended (1 in scores and data, 0 in labels and indices: finite math, a valid row)."""
+    shape = tuple(rows if a == axis else backend.axis_size(x, a) for a in range(len(x.shape)))
+    fill = xp.zeros(shape, dtype=x.dtype)
+    if kind in ("score", "data", "relevance") and not xp.isdtype(x.dtype, "bool"):
+        fill = fill + 1
+    cut = (slice(None),) * axis + (slice(None, target),)
+    return xp.concat([x, fill], axis=axis)[cut]
+
+
+def _size_message(owner: str, dim: str, names: tuple[str, ...], fixed: dict[str, int]) -> str:
+    """The error of run-time sizes that differ (``"raise"`` mode)."""
+    want = f"{dim} = {fixed[dim]}" if dim in fixed else "one size"
+    return (f"{owner}: {dim} sizes of {', '.join(names)} differ (checked inside a traced "
+            f"step); expected {want}. Fix: pass the inputs of the same examples"
+            + (f" (this loss was built with {dim}={fixed[dim]})." if dim in fixed else "."))
 
 
 def _as_index(x: Array, backend: Any, xp: Any) -> Array:

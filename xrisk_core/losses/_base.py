@@ -28,12 +28,13 @@ runs the host checks on a batch before it enters a compiled step.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from .. import _validation
 from .._config import Configured
-from .._state import StateTable, allocate_state, write_rows
+from .._state import StateTable, allocate_state, axis_size, write_rows
 from ..backends import backend_of
 
 __all__ = [
@@ -141,9 +142,10 @@ class Step:
     xp : namespace
         Array-API namespace of the inputs.
     valid : array of shape () (bool), or None
-        Whether the batch passed the in-graph value checks; when false, :meth:`write_rows`
-        writes nothing and ``apply`` returns NaN. ``None`` when the values were checked on the
-        host (a bad batch raised before the step).
+        Whether the batch passed the in-graph value checks (and, where its size is known only
+        at run time, is not empty); when false, :meth:`write_rows` writes nothing and
+        ``apply`` returns NaN (0 for an empty batch). ``None`` when the values were checked on
+        the host (a bad batch raised before the step).
     """
 
     def __init__(self, backend: Any, xp: Any, valid: Array | None) -> None:
@@ -166,12 +168,45 @@ class Step:
         them (an O(B^2) pass). Callers rebind the result.
         """
         xp = self.xp
-        row_shape = tuple(table.shape[1:])
-        flat_index = xp.reshape(index, (-1,))
         rows = new if self.valid is None else xp.where(self.valid, new, old)
-        rows = xp.reshape(rows, (flat_index.shape[0], *row_shape))
+        flat_index = index
+        if len(index.shape) != 1:  # reshape only when needed: each one is an op eagerly
+            flat_index = xp.reshape(index, (-1,))
+            rows = xp.reshape(rows, (axis_size(flat_index), *table.shape[1:]))
         return write_rows(self.backend, table, flat_index, rows, xp=xp,
                           equal_duplicates=equal_duplicates)
+
+
+#: The declaration methods, computed once per definition (see :func:`_declaration`).
+_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries")
+
+
+def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``method`` evaluated once per (frozen) definition, then read from a cache.
+
+    Declarations depend on the hyper-parameters only, which are frozen after ``__init__``, and
+    every step reads them several times (binding, checks, containers): built anew each time
+    they cost a few microseconds per read, a noticeable part of an eager step at small
+    batches. Dicts are returned as copies, so a caller that edits one cannot change the
+    declaration. Calls during ``__init__`` are not cached. Keyed by the method's qualified
+    name: an override calling ``super()`` caches both results.
+    """
+    key = method.__qualname__
+
+    @functools.wraps(method)
+    def declared(self: Any) -> Any:
+        if not self._frozen:
+            return method(self)
+        cache = self.__dict__.get("_declared")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_declared", cache)  # the instance is frozen
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = method(self)
+        return dict(value) if type(value) is dict else value
+
+    return declared
 
 
 class LossDefinition(Configured):
@@ -188,6 +223,13 @@ class LossDefinition(Configured):
     state_type: type = NoState
     params_type: ClassVar[type] = NoParams
     _libauc_names = True  # LibAUC argument names raise naming ours (xrisk._libauc_names)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _DECLARATIONS:
+            method = cls.__dict__.get(name)
+            if method is not None and not hasattr(method, "__wrapped__"):
+                setattr(cls, name, _declaration(method))
 
     # -- declarations -------------------------------------------------------------------
     def inputs(self) -> tuple[Input, ...]:
@@ -310,8 +352,7 @@ class LossDefinition(Configured):
         xp = backend.namespace
         checked, valid, empty = _validation.check_inputs(self, backend, bound, xp=xp)
         checked = self._widen_half(checked, (*state, *params), xp)
-        step = Step(backend, xp, valid)
-        if empty:
+        if empty is True:
             return self._empty_loss(checked, params, xp), state
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
@@ -348,9 +389,14 @@ class LossDefinition(Configured):
                     and xp.isdtype(x.dtype, "real floating") and x.dtype != score.dtype):
                 checked = dict(checked)
                 checked[spec.name] = xp.astype(x, score.dtype)
+        # ``empty`` is an array where sizes are known only at run time (the inputs were padded
+        # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
+        step = Step(backend, xp, valid if empty is False else valid & ~empty)
         return checked
 
     def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:
+        if empty is not False:
+            loss = xp.where(empty, xp.zeros_like(loss), loss)
         """The loss of a batch without examples: 0, in the scores' dtype, connected to the
         scores and the trainable auxiliaries so that every framework returns finite zero
         gradients (not ``None``) and optimizers see an ordinary step."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import focus_rows, key_gaps
+from .._state import axis_size, focus_rows, key_gaps, size_bound
 from ._base import Input, LossDefinition, Step
 
 __all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows", "label_masks"]
@@ -156,11 +156,11 @@ class BinaryLoss(LossDefinition):
         # Keys: the dataset index at positives; elsewhere a negative number that no key on
         # the other axis has (rows -1 - i, columns -1 - B - j), so that one float test
         # (key_gaps) gives "both positive, one dataset index" without mask products.
-        batch = index.shape[0]
+        batch = axis_size(index)
         positions = xp.arange(batch, dtype=index.dtype)
         gaps = key_gaps(xp.where(keep, index, -1 - positions),
                         xp.where(keep, index, -1 - batch - positions),
-                        bound=max(self.num_samples or 0, 2 * batch), xp=xp,
+                        bound=max(self.num_samples or 0, 2 * size_bound(batch)), xp=xp,
                         dtype=positive.dtype)
         same = 1 - xp.clip(gaps, None, 1)
         if same.dtype != positive.dtype:

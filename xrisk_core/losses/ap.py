@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._inputs import to_numpy
-from .._state import StateTable
+from .._state import StateTable, axis_size
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
@@ -155,7 +155,8 @@ class APLoss(BinaryLoss):
         # Floating labels may hold NaN (a missing label of a multi-label column): such an
         # example is left out of every sum, as if it were not in the batch.
         positive, _, observed = label_masks(labels, scores.dtype, xp)
-        batch = scores.shape[0] if observed is None else xp.clip(xp.sum(observed), 1, None)
+        batch = (axis_size(scores, dtype=scores.dtype) if observed is None
+                 else xp.clip(xp.sum(observed), 1, None))
 
         # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any example.
         # s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B negation.
@@ -175,7 +176,7 @@ class APLoss(BinaryLoss):
         # every other position carries its group's row, so duplicates write equal rows.
         groups = self.positive_groups(step, index, positive)
         pooled = groups.pool(stop(sums) / batch, xp)  # (2, B)
-        estimate = xp.stack([pooled[0, :], pooled[1, :]], axis=1)  # (B, 2): u_all, u_pos
+        estimate = xp.matrix_transpose(pooled)  # (B, 2): u_all, u_pos
         old = _in_dtype(xp.take(state.u, groups.rows, axis=0), scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
@@ -196,7 +197,8 @@ class APLoss(BinaryLoss):
         inverse = positive / (safe_all * safe_all)  # 0 at negatives
         # w_ij = (u_pos_i - u_all_i y_j) / u_all_i^2 for positives i, so
         # sum_ij w_ij l_ij = sum_i [u_pos_i sum_j l_ij - u_all_i sum_j l_ij y_j] / u_all_i^2.
-        coefficients = stop(xp.stack([u_pos, -u_all], axis=0) * xp.expand_dims(inverse, 0))
+        # (No stop-gradient needed: the estimators come from stop(sums) and the state.)
+        coefficients = xp.stack([u_pos, -u_all], axis=0) * xp.expand_dims(inverse, 0)
         loss = xp.sum(coefficients * sums) / (xp.clip(xp.sum(positive), 1, None) * batch)
         return loss, new_state
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import masked_mean
+from .._state import axis_size, masked_mean
 from .._validation import check_choice, check_fraction, check_positive
 from ._base import Auxiliary, NoState, Step
 from ._binary import BinaryLoss, label_masks
@@ -123,14 +123,14 @@ def aucm_value(scores: Array, labels: Array, params: AUCMParams, *, margin: floa
                            - masked_mean(scores, positive, axis=axis, xp=xp))
             - alpha * alpha
         )
-    batch = scores.shape[0] if observed is None else xp.clip(
+    batch = axis_size(scores, dtype=scores.dtype) if observed is None else xp.clip(
         xp.sum(observed, axis=axis), 1, None)
     p = xp.sum(positive, axis=axis) / batch if imratio is None else imratio
-    mean = lambda values: xp.sum(values, axis=axis) / batch  # noqa: E731  (mean over the batch)
-    return (
-        (1 - p) * mean((scores - a) ** 2 * positive)
-        + p * mean((scores - b) ** 2 * negative)
-        + 2 * alpha * (p * (1 - p) * margin
-                       + mean(p * scores * negative - (1 - p) * scores * positive))
-        - p * (1 - p) * alpha * alpha
-    )
+    q = 1 - p
+    # The v1 objective, (1-p) E[(s-a)^2 y] + p E[(s-b)^2 (1-y)] + 2 alpha (p (1-p) m
+    # + E[p s (1-y) - (1-p) s y]) - p (1-p) alpha^2, regrouped per example: the same value
+    # with a third fewer array operations forward and backward (an eager step pays per op).
+    twice_alpha_s = 2 * alpha * scores
+    per_example = ((positive * (q / batch)) * ((scores - a) ** 2 - twice_alpha_s)
+                   + (negative * (p / batch)) * ((scores - b) ** 2 + twice_alpha_s))
+    return xp.sum(per_example, axis=axis) + p * q * alpha * (2 * margin - alpha)

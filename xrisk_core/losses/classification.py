@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateTable
+from .._state import StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Auxiliary, NoState, Step
@@ -156,7 +156,7 @@ class CrossEntropyLoss(BinaryLoss):
               index: Array | None) -> tuple[Array, NoState]:
         xp = step.xp
         _, signed = _signed_logits(scores, labels, xp)
-        return xp.sum(_softplus(-signed, xp)) / scores.shape[0], state
+        return xp.sum(_softplus(-signed, xp)) / axis_size(scores, dtype=scores.dtype), state
 
 
 class FocalLoss(BinaryLoss):
@@ -215,7 +215,8 @@ class FocalLoss(BinaryLoss):
         y, signed = _signed_logits(scores, labels, xp)
         weight = self.alpha * y + (1 - self.alpha) * (1 - y)
         focus = xp.exp(-self.gamma * _softplus(signed, xp))  # (1 - p_t) ** gamma
-        return xp.sum(weight * focus * _softplus(-signed, xp)) / scores.shape[0], state
+        total = xp.sum(weight * focus * _softplus(-signed, xp))
+        return total / axis_size(scores, dtype=scores.dtype), state
 
 
 class CompositionalAUCState(NamedTuple):
@@ -318,7 +319,7 @@ class CompositionalAUCLoss(BinaryLoss):
         xp = step.xp
         y = xp.astype(labels, scores.dtype)
         log_p, log_q = _clipped_logs(scores, xp)
-        bce = -xp.sum(y * log_p + (1 - y) * log_q) / scores.shape[0]
+        bce = -xp.sum(y * log_p + (1 - y) * log_q) / axis_size(scores, dtype=scores.dtype)
         auc = aucm_value(scores, labels, params, margin=self.margin, version=self.version,
                          imratio=self.imratio, xp=xp)
         # Both branches are finite with finite gradients (the clip keeps log's argument

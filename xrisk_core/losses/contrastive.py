@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable
+from .._state import StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 from .pauc import _log_shift
@@ -485,7 +485,7 @@ class GlobalContrastiveLoss(_TwoViews):
                 log_u = xp.log(_safe(xp, tilde, groups)) + estimate.shift
                 grad_tau = grad_tau + (log_u + self.rho - weighted_z) / 2
         has = _in_dtype(groups.has, dtype, xp)
-        value = xp.sum(loss * has) / positive.shape[0]
+        value = xp.sum(loss * has) / axis_size(positive, dtype=positive.dtype)
         table = step.write_rows(state.u, index, estimate.rows, old, equal_duplicates=True)
         if not individual:
             return value, GlobalContrastiveState(u=table)
@@ -670,7 +670,7 @@ class BimodalContrastiveLoss(_TwoViews):
             ratio = estimate.exps[0][0] / xp.expand_dims(safe, 1)  # sg[e^z / u], 0 off negatives
             reduce = groups.num_neg if self.negative_reduction == "mean" else 1
             term = xp.sum(stop(ratio) * margin, axis=1) / reduce
-            direction = xp.sum(term * has) / image.shape[0]
+            direction = xp.sum(term * has) / axis_size(image, dtype=term.dtype)
             value = direction if value is None else (value + direction) / 2
             written[f"u_{side}"] = step.write_rows(table, index, estimate.rows, old,
                                                    equal_duplicates=True)
@@ -751,9 +751,8 @@ class InfoNCELoss(LossDefinition):
         dtype = view1.dtype
         if self.normalize:
             view1, view2 = _unit_rows(xp, view1), _unit_rows(xp, view2)
-        batch = view1.shape[0]
         if index is None:
-            index = xp.arange(batch, dtype=step.backend.index_dtype)
+            index = xp.arange(axis_size(view1), dtype=step.backend.index_dtype)
         negative = _groups(xp, index, dtype).negative
         cross = view1 @ _transpose(xp, view2) / self.tau
         positive = xp.sum(view1 * view2, axis=1) / self.tau
@@ -776,4 +775,4 @@ class InfoNCELoss(LossDefinition):
                 sums = sums + xp.sum(xp.exp(exponent) * negative, axis=1)
             anchor = xp.log(sums) + top - positive
             total = anchor if total is None else total + anchor
-        return xp.sum(total) / (2 * batch), state
+        return xp.sum(total) / (2 * axis_size(view1, dtype=dtype)), state

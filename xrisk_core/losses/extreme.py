@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable, key_gaps
+from .._state import StateTable, axis_size, full_like, key_gaps, size_bound
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 
@@ -184,11 +184,11 @@ class EntLossClassification(LossDefinition):
         log_m = top + xp.log(xp.where(present, total, ones))  # (B,); no log 0 when absent
 
         # Duplicates: the mean of m over the positions of one index, in log space.
-        batch = index.shape[0]
+        batch = axis_size(index)
         positions = xp.arange(batch, dtype=index.dtype)
         gaps = key_gaps(xp.where(present, index, -1 - positions),
                         xp.where(present, index, -1 - batch - positions),
-                        bound=max(self.num_samples, 2 * batch), xp=xp, dtype=dtype)
+                        bound=max(self.num_samples, 2 * size_bound(batch)), xp=xp, dtype=dtype)
         same = 1 - xp.clip(gaps, None, 1)
         if same.dtype != dtype:
             same = xp.astype(same, dtype)
@@ -202,7 +202,7 @@ class EntLossClassification(LossDefinition):
 
         # Rows: present positions read and write their index; the others the first present
         # position's (their new row repeats its row, so every write of one index is equal).
-        first = xp.min(xp.where(present, positions, xp.full_like(positions, batch)))
+        first = xp.min(xp.where(present, positions, full_like(positions, batch, xp)))
         anchor = xp.reshape(first % batch, (1,))
         rows = xp.where(present, index, xp.take(index, anchor, axis=0))
         old = xp.take(state.nu, rows, axis=0)
@@ -224,7 +224,7 @@ class EntLossClassification(LossDefinition):
         weights = xp.where(mask_f > 0, logits - xp.expand_dims(stop(nu), 1),
                            xp.zeros_like(logits))
         per_sample = xp.sum(xp.exp(weights) * mask_f, axis=1) / size
-        loss = xp.sum(per_sample * xp.astype(present, dtype)) / batch
+        loss = xp.sum(per_sample * xp.astype(present, dtype)) / axis_size(index, dtype=dtype)
         return loss, EntLossClassificationState(nu=table, smoothing=_fresh(state.smoothing))
 
     def _update(self, xp: Any, nu: Array, log_m: Array, gamma: Array) -> Array:

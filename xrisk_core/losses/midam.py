@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateTable, focus_rows, key_gaps
+from .._state import StateTable, axis_size, focus_rows, key_gaps, size_bound
 from .._validation import check_count, check_fraction, check_positive
 from ._base import Auxiliary, Input, LossDefinition, Step
 from .auc import AUCMParams
@@ -124,11 +124,12 @@ class _MIDAMBase(LossDefinition):
         rows, anchor = focus_rows(index, present, xp=xp)
         # Keys: the bag index at present positions, a negative number elsewhere that no key
         # on the other axis has, so one float test gives "both present, one bag".
-        batch = index.shape[0]
+        batch = axis_size(index)
         positions = xp.arange(batch, dtype=index.dtype)
         gaps = key_gaps(xp.where(present, index, -1 - positions),
                         xp.where(present, index, -1 - batch - positions),
-                        bound=max(self.num_samples, 2 * batch), xp=xp, dtype=like.dtype)
+                        bound=max(self.num_samples, 2 * size_bound(batch)), xp=xp,
+                        dtype=like.dtype)
         same = 1 - xp.clip(gaps, None, 1)
         if same.dtype != like.dtype:
             same = xp.astype(same, like.dtype)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable, key_gaps
+from .._state import StateTable, axis_size, key_gaps
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Input, LossDefinition, Step
@@ -112,9 +112,20 @@ def _mask(xp: Any, mask: Array | None, like: Array, dtype: Any) -> Array:
     return xp.astype(mask, dtype)
 
 
-def _check_width(owner: str, scores: Array, positives: int) -> None:
-    """A row needs the positives' columns and at least one sampled negative (static shapes)."""
-    candidates = int(scores.shape[1])
+def _check_width(owner: str, scores: Array, interaction: Array) -> int:
+    """The positives per query, P. A row needs the positives' columns and at least one sampled
+    negative; both widths must be static (the math splits each row at P), the number of
+    queries may be known only at run time."""
+    candidates, positives = scores.shape[1], interaction.shape[1]
+    if candidates is None or positives is None:
+        raise ValueError(
+            f"{owner}: scores has shape {tuple(scores.shape)} and interaction "
+            f"{tuple(interaction.shape)} when traced; expected a static size of every axis "
+            "but the first (queries). Fix: give the candidates and positives per query in the "
+            "input signature, e.g. tf.TensorSpec([None, num_pos + num_neg]) for scores and "
+            "tf.TensorSpec([None, num_pos]) for interaction."
+        )
+    candidates, positives = int(candidates), int(positives)
     if candidates <= positives:
         raise ValueError(
             f"{owner}: scores has {candidates} columns per query and the positives' inputs "
@@ -122,6 +133,7 @@ def _check_width(owner: str, scores: Array, positives: int) -> None:
             "at least one negative. Fix: put the num_pos positives' scores first, then the "
             "num_neg sampled negatives' (TriSampler(mode='ranking') gives items in that order)."
         )
+    return positives
 
 
 def _row_count(xp: Any, valid: Array) -> Array:
@@ -227,8 +239,8 @@ class ListwiseCELoss(LossDefinition):
               interaction: Array, mask: Array | None) -> tuple[Array, ListwiseCEState]:
         xp, stop = step.xp, step.stop
         dtype = scores.dtype
-        queries, positives = int(interaction.shape[0]), int(interaction.shape[1])
-        _check_width(self.name, scores, positives)
+        queries = axis_size(interaction)
+        positives = _check_width(self.name, scores, interaction)
         negatives = int(scores.shape[1]) - positives
         n = queries * positives
         valid = _mask(xp, mask, interaction, dtype)  # (Q, P)
@@ -471,8 +483,8 @@ class NDCGLoss(LossDefinition):
               ) -> tuple[Array, Any]:
         xp, stop = step.xp, step.stop
         dtype = scores.dtype
-        queries, positives = int(interaction.shape[0]), int(interaction.shape[1])
-        _check_width(self.name, scores, positives)
+        queries = axis_size(interaction)
+        positives = _check_width(self.name, scores, interaction)
         if self.num_items is not None and num_candidates is not None:
             raise ValueError(
                 f"NDCGLoss: num_candidates was given to a loss built with num_items="
@@ -533,7 +545,7 @@ class NDCGLoss(LossDefinition):
         is ``self.top_k``, passed where it is known not to be None."""
         xp, stop = step.xp, step.stop
         dtype = scores.dtype
-        queries = int(scores.shape[0])
+        queries = axis_size(scores)
         positives = int(g.shape[1])
         groups = _groups(xp, query, xp.ones_like(query) > 0, self.num_queries, dtype)
         old_lambda = _in_dtype(xp.take(state.lambda_q, groups.rows, axis=0), dtype, xp)
