@@ -28,10 +28,12 @@ import functools
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import alternating_times, copy_seconds, import_frameworks, paired_ratio  # noqa: E402
 
 BACKENDS = ("torch", "jax", "tensorflow")
 SIZES = (1_000, 10_000_000)
@@ -132,12 +134,9 @@ def tensorflow_runner(num_samples: int) -> tuple[Callable[[list], None], Callabl
 RUNNERS = {"torch": torch_runner, "jax": jax_runner, "tensorflow": tensorflow_runner}
 
 
-def time_steps(backend: str, args: argparse.Namespace) -> list[float]:
-    """Median seconds per step of ``backend`` for every size in ``args.sizes``.
-
-    The sizes are timed in alternation (repeat 1 of every size, then repeat 2, ...) so that
-    drifting machine load affects them alike.
-    """
+def time_steps(backend: str, args: argparse.Namespace) -> list[list[float]]:
+    """Seconds per step of ``backend`` in each repeat, for every size in ``args.sizes``
+    (timed in alternation, see :func:`_common.alternating_times`)."""
     runs = []
     for num_samples in args.sizes:
         run, convert = RUNNERS[backend](num_samples)
@@ -146,35 +145,7 @@ def time_steps(backend: str, args: argparse.Namespace) -> list[float]:
         run(batches[:10])  # compile
         run(batches)  # warm up: fault in the state pages, fill the caches
         runs.append((run, batches))
-    times: list[list[float]] = [[] for _ in args.sizes]
-    for _ in range(args.repeats):
-        for per_size, (run, batches) in zip(times, runs, strict=True):
-            start = time.perf_counter()
-            run(batches)
-            per_size.append((time.perf_counter() - start) / len(batches))
-    return [statistics.median(per_size) for per_size in times]
-
-
-def state_copy_seconds(num_samples: int, repeats: int) -> float:
-    """Median time of one numpy copy of an APLoss state (two float32 tables): the least an
-    O(num_samples) step would cost on this machine, to put the measured ratios in scale."""
-    tables = [np.ones(num_samples, np.float32) for _ in range(2)]
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for table in tables:
-            table.copy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def import_backends(backends: Sequence[str]) -> None:
-    """torch before TensorFlow (the reverse order can crash), quiet TF logs."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    for name in ("torch", "tensorflow", "jax"):
-        if name in backends:
-            __import__(name)
+    return alternating_times(runs, args.repeats)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -202,7 +173,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    import_backends(args.backends)
+    import_frameworks(args.backends)
     print(f"APLoss step (forward + d loss / d scores + state write), float32, batch "
           f"{args.batch_size} with {args.positive_share:.0%} positives; median of "
           f"{args.repeats} x {args.steps} steps")
@@ -212,13 +183,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("-" * len(header))
     failed = False
     for backend in args.backends:
-        times = time_steps(backend, args)
-        ratio = times[-1] / times[0]
+        rounds = time_steps(backend, args)
+        times = [statistics.median(per_size) for per_size in rounds]
+        ratio = paired_ratio(rounds[0], rounds[-1])
         verdict = "PASS" if ratio <= TARGET else "FAIL"
         failed |= verdict == "FAIL"
         print(f"{backend:<12}" + "".join(f"{t * 1e6:>11.1f} us" for t in times)
               + f"{ratio:>9.2f}  {verdict}", flush=True)
-    copy = state_copy_seconds(args.sizes[-1], args.repeats)
+    copy = copy_seconds([(args.sizes[-1],)] * 2, args.repeats)
     print(f"scale: one copy of the n={args.sizes[-1]:.0e} state (2 x float32) takes "
           f"{copy * 1e6:.0f} us here; an O(num_samples) step would cost at least that.")
     return 1 if failed else 0

@@ -32,13 +32,14 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import alternating_times, copy_seconds, import_frameworks, paired_ratio  # noqa: E402
 
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 SIZES = (1_000, 10_000_000)
@@ -171,37 +172,8 @@ def time_steps(framework: str, loss: str,
         run(batches[:5])  # compile
         run(batches)  # warm up: fault in the state pages, fill the caches
         runs.append((run, batches))
-    times: list[list[float]] = [[] for _ in args.sizes]
-    for _ in range(args.repeats):
-        for per_size, (run, batches) in zip(times, runs, strict=True):
-            start = time.perf_counter()
-            run(batches)
-            per_size.append((time.perf_counter() - start) / len(batches))
-    paired = statistics.median(last / first for first, last in zip(times[0], times[-1],
-                                                                    strict=True))
-    return [min(per_size) for per_size in times], paired
-
-
-def state_copy_seconds(num_samples: int, tables: int, repeats: int) -> float:
-    """Median time of one numpy copy of ``tables`` (num_samples, 2) float32 tables: the least
-    an O(num_samples) step would cost on this machine, to put the ratios in scale."""
-    arrays = [np.ones((num_samples, 2), np.float32) for _ in range(tables)]
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for array in arrays:
-            array.copy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def import_frameworks(frameworks: Sequence[str]) -> None:
-    """torch before TensorFlow (the reverse order can crash), quiet TF logs."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    for name in ("torch", "tensorflow", "jax"):
-        if name in frameworks:
-            __import__(name)
+    times = alternating_times(runs, args.repeats)
+    return [min(per_size) for per_size in times], paired_ratio(times[0], times[-1])
 
 
 def _names(parser: argparse.ArgumentParser, option: str, value: str,
@@ -266,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failed |= verdict == "FAIL"
             print(f"{framework:<12}{loss:<9}" + "".join(f"{t * 1e6:>11.1f} us" for t in times)
                   + f"{ratio:>9.2f}{times[-1] / times[0]:>11.2f}  {verdict}", flush=True)
-    copy = state_copy_seconds(args.sizes[-1], 2, args.repeats)
+    copy = copy_seconds([(args.sizes[-1], 2)] * 2, args.repeats)
     print(f"scale: one copy of two (n={args.sizes[-1]:.0e}, 2) float32 tables (iSogCLR's "
           f"state) takes {copy * 1e6:.0f} us here; an O(num_samples) step would cost at "
           "least that.")

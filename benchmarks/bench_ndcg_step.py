@@ -37,12 +37,14 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import alternating_times, import_frameworks, paired_ratio  # noqa: E402
 
 BACKENDS = ("torch", "jax", "tensorflow")
 SIZES = (10_000, 20_000_000)
@@ -174,8 +176,8 @@ RUNNERS: dict[str, Callable[..., tuple[Any, Any, int]]] = {
     "torch": torch_runner, "jax": jax_runner, "tensorflow": tensorflow_runner}
 
 
-def time_steps(backend: str, args: argparse.Namespace) -> list[float]:
-    """Median seconds per step of ``backend`` at every size, timed in alternation."""
+def time_steps(backend: str, args: argparse.Namespace) -> list[list[float]]:
+    """Seconds per step of ``backend`` in each repeat at every size, timed in alternation."""
     runs = []
     for size in args.sizes:
         run, convert, _ = RUNNERS[backend](size, args)
@@ -183,13 +185,7 @@ def time_steps(backend: str, args: argparse.Namespace) -> list[float]:
         run(batches[:2])  # compile
         run(batches)  # warm up: fault in the state pages
         runs.append((run, batches))
-    times: list[list[float]] = [[] for _ in args.sizes]
-    for _ in range(args.repeats):
-        for per_size, (run, batches) in zip(times, runs, strict=True):
-            start = time.perf_counter()
-            run(batches)
-            per_size.append((time.perf_counter() - start) / len(batches))
-    return [statistics.median(per_size) for per_size in times]
+    return alternating_times(runs, args.repeats)
 
 
 def _memory(field: str) -> int:
@@ -210,7 +206,7 @@ def _reset_peak() -> None:
 def memory_probe(backend: str, size: int, args: argparse.Namespace) -> dict[str, int]:
     """In a fresh process: the peak resident memory while the loss is built (``init``) and,
     separately, while its steps run; the state's bytes."""
-    import_backends([backend])
+    import_frameworks([backend])
     batches = make_batches(size, args)
     run, convert, _ = RUNNERS[backend](args.sizes[0], args)
     # The framework's one-off costs (kernels, compilation) first.
@@ -257,15 +253,6 @@ def epoch_seconds(backend: str, epochs: int) -> float:
     return statistics.median(seconds[1:])
 
 
-def import_backends(backends: Sequence[str]) -> None:
-    """torch before TensorFlow (the reverse order can crash), quiet TF logs."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    for name in ("torch", "tensorflow", "jax"):
-        if name in backends:
-            __import__(name)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--backends", default=",".join(BACKENDS),
@@ -307,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         backend, size = args.memory_probe
         print(json.dumps(memory_probe(backend, int(size), args)))
         return 0
-    import_backends(args.backends)
+    import_frameworks(args.backends)
     name = f"K-SONG (top_k={args.top_k})" if args.top_k else "SONG"
     print(f"NDCGLoss step, {name}: forward + d loss / d scores + state write, float32; batch "
           f"{args.queries} queries x ({args.positives} + {args.negatives}); {NUM_QUERIES:,} "
@@ -318,8 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("-" * len(header))
     failed = False
     for backend in args.backends:
-        times = time_steps(backend, args)
-        ratio = times[-1] / times[0]
+        rounds = time_steps(backend, args)
+        times = [statistics.median(per_size) for per_size in rounds]
+        ratio = paired_ratio(rounds[0], rounds[-1])
         failed |= ratio > TIME_TARGET
         line = f"{backend:<12}" + "".join(f"{t * 1e3:>10.2f} ms" for t in times)
         line += f"{ratio:>8.2f}"
@@ -331,7 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             line += f"{steps:>9.2f}x{built:>9.2f}x{state / 2**20:>7.1f} MiB"
         epoch = float("nan") if args.no_epoch else epoch_seconds(backend, args.epochs)
         print(line + f"{epoch:>8.2f}s", flush=True)
-    print(f"ratio: step time at n={args.sizes[-1]:.2g} / at n={args.sizes[0]:.2g} (target <= "
+    print(f"ratio: step time at n={args.sizes[-1]:.2g} / at n={args.sizes[0]:.2g}, median of "
+          f"the rounds' paired ratios (target <= "
           f"{TIME_TARGET}). step mem / init mem: the extra peak resident memory of the larger "
           "state over the smaller one, per extra state byte, while stepping (target <= "
           f"{MEMORY_TARGET}) / while the loss is built (not a target). epoch: seconds per "
