@@ -354,9 +354,14 @@ class LossDefinition(Configured):
         checked = self._widen_half(checked, (*state, *params), xp)
         if empty is True:
             return self._empty_loss(checked, params, xp), state
+        # ``empty`` is an array where sizes are known only at run time (the inputs were padded
+        # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
+        step = Step(backend, xp, valid if empty is False else valid & ~empty)
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
             return loss, new_state
+        if empty is not False:
+            loss = xp.where(empty, xp.zeros_like(loss), loss)
         return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
 
     #: ``_loss(step, state, params, **inputs) -> (loss, new_state)``: the math, implemented
@@ -389,14 +394,9 @@ class LossDefinition(Configured):
                     and xp.isdtype(x.dtype, "real floating") and x.dtype != score.dtype):
                 checked = dict(checked)
                 checked[spec.name] = xp.astype(x, score.dtype)
-        # ``empty`` is an array where sizes are known only at run time (the inputs were padded
-        # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
-        step = Step(backend, xp, valid if empty is False else valid & ~empty)
         return checked
 
     def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:
-        if empty is not False:
-            loss = xp.where(empty, xp.zeros_like(loss), loss)
         """The loss of a batch without examples: 0, in the scores' dtype, connected to the
         scores and the trainable auxiliaries so that every framework returns finite zero
         gradients (not ``None``) and optimizers see an ordinary step."""
