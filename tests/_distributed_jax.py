@@ -2,9 +2,10 @@
 
 ``python -m tests._distributed_jax OUT`` (XLA_FLAGS must force 2 host devices before JAX
 starts, so this runs in its own process) compares, for every loss, the single-device run on
-the global batch with: sharded jit (batch split over the devices, state replicated),
-``shard_map`` with :func:`xrisk.jax.distributed.gather_batch`, and sharded jit with the state
-row-sharded (:func:`xrisk.jax.distributed.shard_state`), then the per-device checkpoints.
+the global batch with: ``shard_map`` with :func:`xrisk.jax.distributed.gather_batch` (state
+replicated), and sharded jit (the batch split over the devices) with the state row-sharded
+from :func:`xrisk.jax.distributed.sharded_init`, then the per-device checkpoints; and
+``sharded_init`` with ``shard_state`` of the full init (values, shardings, rows per device).
 Each step is waited for. Writes the mismatches (a list of strings) as JSON to ``OUT``.
 """
 
@@ -15,10 +16,14 @@ import os
 import sys
 import time
 
-# Two host devices; no backend optimization: these steps are tiny and compile time dominates.
+# Two host devices. These steps are tiny and compile time dominates: no backend optimization,
+# the classic loop emitters (XLA's fusion emitters compile 2-3 times slower here) and one
+# LLVM module per program.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                            + " --xla_force_host_platform_device_count=2"
-                           + " --xla_backend_optimization_level=0")
+                           + " --xla_backend_optimization_level=0"
+                           + " --xla_cpu_use_fusion_emitters=false"
+                           + " --xla_cpu_parallel_codegen_split_count=1")
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -73,7 +78,7 @@ def train(plan, mode: str, mesh) -> dict:
 
         run = jax.jit(lambda w, aux, state, batch: step(w, aux, state, batch, run=gathered))
     elif mode == "sharded_state":
-        state = xd.shard_state(definition, state, mesh)
+        state = xd.sharded_init(definition, mesh, dtype=jnp.float64)
         replicated = NamedSharding(mesh, P())
         run = jax.jit(step, out_shardings=(replicated, replicated,
                                            xd.state_sharding(definition, mesh), replicated))
@@ -97,10 +102,33 @@ def train(plan, mode: str, mesh) -> dict:
     return out
 
 
+def check_init(definition, mesh) -> list[str]:
+    """sharded_init (each device builds its rows) equals shard_state of the full init, in
+    values and shardings; every sharded table holds 1/2 of its padded rows per device."""
+    name = definition.name
+    got = xd.sharded_init(definition, mesh, dtype=jnp.float64)
+    want = xd.shard_state(definition, definition.init(xp=jnp, dtype=jnp.float64), mesh)
+    problems = []
+    for field in definition.state_tables():
+        a, b = getattr(got, field), getattr(want, field)
+        if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b):
+            problems.append(f"{name} sharded_init[{field}]: {a.shape} {a.dtype} != "
+                            f"{b.shape} {b.dtype} or values differ")
+        if not a.sharding.is_equivalent_to(b.sharding, a.ndim):
+            problems.append(f"{name} sharded_init[{field}]: sharding {a.sharding} != "
+                            f"{b.sharding}")
+        if core.sharded(definition, field):
+            rows = {s.data.shape[0] for s in a.addressable_shards}
+            if rows != {a.shape[0] // 2}:
+                problems.append(f"{name} sharded_init[{field}]: rows per device {rows}, "
+                                f"expected {{{a.shape[0] // 2}}}")
+    return problems
+
+
 def check_loss(name: str, mesh) -> list[str]:
     plan = make_plan(name)
     want = train(plan, "single", None)
-    problems = []
+    problems = check_init(plan.definition, mesh)
     # Sharded jit runs with the row-sharded state (the batch split over the devices, the
     # state's tables too); shard_map with the state replicated.
     for mode in ("shard_map", "sharded_state"):
@@ -134,8 +162,10 @@ def check_misuse(mesh) -> list[str]:
                             out_specs=P() if gathered else P("data"))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run(jnp.array([0.9, 0.2, 0.6, 0.4]), jnp.array([1, 0, 1, 0]),
-                jnp.array([0, 1, 2, 3]))
+            # The check reads types while tracing: trace only (an eager shard_map would
+            # compile every operation of the loss on its own, seconds).
+            jax.make_jaxpr(run)(jnp.array([0.9, 0.2, 0.6, 0.4]), jnp.array([1, 0, 1, 0]),
+                                jnp.array([0, 1, 2, 3]))
         warned = [w for w in caught if issubclass(w.category, xd.DistributedWarning)]
         if bool(warned) == gathered:
             problems.append(f"shard_map gathered={gathered}: warnings {warned}")

@@ -74,42 +74,96 @@ def single(plan) -> dict:
     return {"w": w.numpy(), "loss": np.array(losses), **loss_fn.export_state()}
 
 
-def mirrored(plan, strategy, sharded: bool) -> dict:
+VARIANTS = ("mirrored", "sharded")
+
+
+def mirrored(plan, strategy) -> dict[str, dict]:
+    """Both distributed variants (the adapter loss with mirrored state, and ShardedLoss),
+    each with its own model, trained side by side in one compiled step (one trace and one
+    graph build for both: that fixed cost dominated these tiny steps)."""
     scores = score_names(plan.definition)
     with strategy.scope():
-        w = tf.Variable(tf.constant(plan.w0, tf.float64))
-        loss_fn = make_loss(plan, sharded)
-    variables = [w, *loss_fn.trainable_variables]
+        ws = [tf.Variable(tf.constant(plan.w0, tf.float64)) for _ in VARIANTS]
+        loss_fns = [make_loss(plan, sharded=variant == "sharded") for variant in VARIANTS]
+    variables = [[w, *loss_fn.trainable_variables] for w, loss_fn in zip(ws, loss_fns)]
 
     def replica(part):
-        with tf.GradientTape() as tape:
-            inputs = {k: (_scores(v, w, plan.link) if k in scores else v)
-                      for k, v in part.items()}
-            loss = xd.scale_loss(loss_fn(**xd.gather_batch(loss_fn, **inputs)))
-        grads = tape.gradient(loss, variables)
-        return loss, [tf.zeros_like(v) if g is None else g for v, g in zip(variables, grads)]
+        out = []
+        for w, loss_fn, trained in zip(ws, loss_fns, variables):
+            with tf.GradientTape() as tape:
+                inputs = {k: (_scores(v, w, plan.link) if k in scores else v)
+                          for k, v in part.items()}
+                loss = xd.scale_loss(loss_fn(**xd.gather_batch(loss_fn, **inputs)))
+            grads = tape.gradient(loss, trained)
+            out.append((loss, [tf.zeros_like(v) if g is None else g
+                               for v, g in zip(trained, grads)]))
+        return out
 
     @(tf.function if COMPILE else lambda fn: fn)
     def step(parts):
-        loss, grads = strategy.run(replica, args=(parts,))
-        for v, g in zip(variables, grads):
-            v.assign_sub(LR * strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        results = strategy.run(replica, args=(parts,))
+        pairs = [(g, v) for (_, grads), trained in zip(results, variables)
+                 for g, v in zip(grads, trained)]
+        summed = strategy.extended.batch_reduce_to(tf.distribute.ReduceOp.SUM, pairs)
+        for (_, v), g in zip(pairs, summed):
+            v.assign_sub(LR * strategy.experimental_local_results(g)[0])
+        return [strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+                for loss, _ in results]
 
     losses = []
     for t in range(len(plan.parts)):
         ranks = [_present(part) for part in plan.parts[t]]
         parts = strategy.experimental_distribute_values_from_function(
             lambda ctx, ranks=ranks: ranks[ctx.replica_id_in_sync_group])
-        losses.append(float(step(parts)))
-    out = {"w": w.numpy(), "loss": np.array(losses), **loss_fn.export_state()}
-    if not sharded:  # every copy of the mirrored state holds the same rows
-        for name in plan.definition.state_tables():
-            copies = [c.numpy() for c in getattr(loss_fn, name).values]
-            if any(not np.array_equal(c, copies[0]) for c in copies):
-                out[f"copies of {name}"] = np.array(np.nan)
-    else:
-        out["_shards"] = loss_fn.export_shards()
+        losses.append([float(loss) for loss in step(parts)])
+    out = {}
+    for k, (variant, w, loss_fn) in enumerate(zip(VARIANTS, ws, loss_fns)):
+        got = {"w": w.numpy(), "loss": np.array([row[k] for row in losses]),
+               **loss_fn.export_state()}
+        if variant == "mirrored":  # every copy of the mirrored state holds the same rows
+            for name in plan.definition.state_tables():
+                copies = [c.numpy() for c in getattr(loss_fn, name).values]
+                if any(not np.array_equal(c, copies[0]) for c in copies):
+                    got[f"copies of {name}"] = np.array(np.nan)
+        else:
+            got["_shards"] = loss_fn.export_shards()
+            got.update(stored_shapes(plan.definition, loss_fn, len(plan.parts[0])))
+            if COMPILE:
+                got.update(row_access(plan.definition, loss_fn,
+                                      step.get_concrete_function(parts).graph))
+        out[variant] = got
+    return out
+
+
+def row_access(definition, loss_fn, graph) -> dict[str, np.ndarray]:
+    """NaN entries for a sharded table that the compiled step touches other than by row
+    reads and writes (ResourceGather, ResourceScatterUpdate): a whole read of a mirrored
+    variable copies it at every step once rows were scattered into it, O(table)."""
+    out = {}
+    for name in definition.state_tables():
+        if not core.sharded(definition, name):
+            continue
+        handles = {id(copy.handle) for copy in getattr(loss_fn, name).values}
+        captured = [inner for outer, inner in graph.captures if id(outer) in handles]
+        ops = {op.type for handle in captured for op in handle.consumers()}
+        if not captured or ops - {"ResourceGather", "ResourceScatterUpdate"}:
+            out[f"{name} accessed by {sorted(ops)}"] = np.array(np.nan)
+    return out
+
+
+def stored_shapes(definition, loss_fn, world: int) -> dict[str, np.ndarray]:
+    """NaN entries (which fail the comparison) for a sharded table whose replica copies are
+    not ceil(rows / world) + 1 stored rows."""
+    sizes = definition.table_sizes()
+    out = {}
+    for name in definition.state_tables():
+        if not core.sharded(definition, name):
+            continue
+        rows = -(-sizes[core.row_space(definition, name)] // world) + 1
+        expected = (rows, *core.stored_row(definition, name))
+        copies = list(getattr(getattr(loss_fn, name), "values", (getattr(loss_fn, name),)))
+        if len(copies) != world or any(tuple(c.shape) != expected for c in copies):
+            out[f"stored shape of {name}"] = np.array(np.nan)
     return out
 
 
@@ -117,10 +171,9 @@ def check_loss(name: str, strategy) -> list[str]:
     plan = make_plan(name)
     want = single(plan)
     problems = []
-    for sharded in (False, True):
-        got = mirrored(plan, strategy, sharded)
+    for variant, got in mirrored(plan, strategy).items():
         shards = got.pop("_shards", None)
-        problems += compare(name, got, want, "sharded" if sharded else "mirrored")
+        problems += compare(name, got, want, variant)
         if shards is not None:
             fresh = make_loss(plan, sharded=False)
             fresh.load_state(core.assemble_shards(plan.definition, shards))

@@ -95,6 +95,7 @@ def check_loss(name: str, rank: int, world: int) -> list[str]:
     sharded = train(plan, rank, world, distributed=True, sharded=True)
     loss_fn = sharded.pop("_loss_fn")
     problems += compare(name, sharded, want, f"rank {rank} sharded")
+    problems += stored_shapes(plan.definition, loss_fn, rank, world)
     # Per-shard checkpoints reassemble into the single-process export, and load back.
     shards: list = [None] * world
     dist.all_gather_object(shards, loss_fn.export_shard())
@@ -104,6 +105,21 @@ def check_loss(name: str, rank: int, world: int) -> list[str]:
     fresh = ShardedLoss(plan.definition, dtype="float64")
     fresh.load_shard(shards[rank])
     problems += compare(name, fresh.export_shard(), loss_fn.export_shard(), "reloaded shard")
+    return problems
+
+
+def stored_shapes(definition, loss_fn, rank: int, world: int) -> list[str]:
+    """Each sharded table holds this rank's rows only (plus the scratch row)."""
+    sizes = definition.table_sizes()
+    problems = []
+    for name in definition.state_tables():
+        if not core.sharded(definition, name):
+            continue
+        rows = core.local_size(sizes[core.row_space(definition, name)], rank, world) + 1
+        expected = (rows, *core.stored_row(definition, name))
+        if tuple(getattr(loss_fn, name).shape) != expected:
+            problems.append(f"{definition.name} rank {rank}: {name} has shape "
+                            f"{tuple(getattr(loss_fn, name).shape)}, expected {expected}")
     return problems
 
 

@@ -4,11 +4,13 @@ Three workers run at once, each in its own processes (a process group, forced ho
 and logical CPUs must be set up before their framework starts): a 2-process torch DDP pair on
 gloo (tests/_distributed_torch.py), 2 JAX host devices (tests/_distributed_jax.py) and a
 TensorFlow MirroredStrategy over 2 logical CPUs (tests/_distributed_tf.py). Each runs every
-loss of ``xrisk.LOSSES`` for several SGD steps, fed by ``DualSampler.shard`` (binary losses)
-or the case's batch drawer with keys repeated within and across ranks, and reports where the
-parameters, the losses or any state table differ from the single-process run on the global
-batch by more than 1e-12 (float64) — with the state replicated and with it sharded by rows —
-and whether the detected misuses raise or warn.
+loss of ``xrisk.LOSSES`` for several SGD steps, each rank fed by ``DualSampler.shard``
+(binary losses), ``TriSampler.shard`` (multi-label and ranking losses) or the case's batch
+drawer, with keys repeated within and across ranks (tests/_distributed.py), and reports
+where the parameters, the losses or any state table differ from the single-process run on
+the global batch by more than 1e-12 (float64) — with the state replicated and with it
+sharded by rows (multi-label (label, sample) tables included) — and whether the detected
+misuses raise or warn.
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import xrisk
-from tests._distributed import loss_names, make_plan, score_names
+from tests import _distributed as harness
+from tests._cases import CASES, binary_batch, multilabel_batch
+from tests._distributed import index_keys, loss_names, make_plan, score_names
+from tests._ranking_cases import ranking_batch
 from xrisk import distributed
 
 
@@ -39,36 +42,84 @@ def test_compact_keys_renumber_by_order(keys):
     assert (slots[distinct.size:] == -1).all()
 
 
+#: The sampler that feeds each family of the distributed plans (the others: their drawer).
+FEEDS = {binary_batch: "DualSampler", multilabel_batch: "TriSampler",
+         ranking_batch: "TriSampler"}
+
+
+@pytest.mark.parametrize("name", loss_names())
+def test_plans_are_sampler_shards_with_repeated_keys(name):
+    """Every rank's part comes from the loss's sampler sharded as in training, and the keys
+    of every sharded table repeat within a rank and across ranks."""
+    plan = make_plan(name)
+    assert plan.feed == FEEDS.get(CASES[name].batch, "drawer")
+    steps, world = len(plan.parts), len(plan.parts[0])
+    if plan.feed == "TriSampler":
+        ranking = CASES[name].batch is ranking_batch
+        sampler = harness.ranking_sampler(0) if ranking else harness.multilabel_sampler(0)
+        for r in range(world):
+            shard = sampler.shard(r, world)
+            for t in range(steps):
+                batch = shard.batch(t % len(shard), epoch=t // len(shard))
+                if ranking:
+                    batch = tuple(shard.ranking_inputs(*batch)[k] for k in ("interaction",
+                                                                            "query"))
+                part = plan.parts[t][r]
+                got = (part["interaction"], part.get("query", batch[1])) if ranking else (
+                    part["index"], part["task"])
+                for mine, theirs in zip(got, batch, strict=True):
+                    np.testing.assert_array_equal(mine, theirs)
+    spaces = plan.definition.row_keys()
+    if not spaces:
+        return
+    keys = [[index_keys(plan, t, r) for r in range(world)] for t in range(steps)]
+    within = {s for t in range(steps) for r in range(world) for s in spaces
+              if np.unique(keys[t][r][s]).size < keys[t][r][s].size}
+    # TriSampler's ranking batches hold distinct queries: only interactions (padded
+    # positives) repeat within a rank, and a key meets the other rank in another step.
+    assert within, f"no key of {sorted(spaces)} repeats within a rank"
+    later = plan.feed == "TriSampler" and CASES[name].batch is ranking_batch
+    across = {s for t in range(steps) for u in range(steps) for s in spaces
+              if (u != t if later else u == t)
+              and np.intersect1d(keys[t][0][s], keys[u][1][s]).size}
+    assert across == set(spaces), f"keys repeat across ranks only in {across}"
+
+
 @pytest.mark.parametrize("name", loss_names())
 def test_compact_step_equals_full_step(name):
-    """apply_compact + write-back equals apply on the full table, step after step."""
+    """apply_compact + write-back equals apply on the full table, step after step; the
+    sharded tables are kept in their stored layout (one row per key of their row space)."""
     plan = make_plan(name)
     definition = plan.definition
     full = definition.init(xp=xp, dtype=xp.float64)
-    sharded = {k: np.array(v, copy=True) for k, v in full._asdict().items()}
-    params = definition.params_type(**{k: np.asarray(v) for k, v in plan.params0.items()})
     tables = definition.state_tables()
+    stored = {k: (distributed.key_rows(definition, k, v).copy()
+                  if distributed.sharded(definition, k) else np.array(v, copy=True))
+              for k, v in full._asdict().items()}
+    params = definition.params_type(**{k: np.asarray(v) for k, v in plan.params0.items()})
     for step in range(len(plan.parts)):
         batch = _numpy_batch(plan, plan.global_batch(step))
         want, full = definition.apply(full, **batch, params=params)
 
         def fetch(table, slots):
-            return np.take(sharded[table], np.maximum(slots, 0), axis=0)
+            return np.take(stored[table], np.maximum(slots, 0), axis=0)
 
-        globals_ = {k: sharded[k] for k in tables if not distributed.sharded(definition, k)}
+        globals_ = {k: stored[k] for k in tables if not distributed.sharded(definition, k)}
         got, compact, batch_plan = distributed.apply_compact(definition, batch, fetch, globals_,
                                                              params)
-        for field, table in tables.items():
+        for field in tables:
             new = np.asarray(getattr(compact, field))
             if not distributed.sharded(definition, field):
-                sharded[field] = new
+                stored[field] = new
                 continue
-            slots = batch_plan.slots[table.keys]
+            slots = batch_plan.slots[distributed.row_space(definition, field)]
             used = slots >= 0
-            sharded[field][slots[used]] = new[used]
+            stored[field][slots[used]] = new[used]
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
         for field, value in full._asdict().items():
-            np.testing.assert_allclose(sharded[field], value, rtol=1e-13, atol=1e-15,
+            mine = (distributed.table_rows(definition, field, stored[field])
+                    if distributed.sharded(definition, field) else stored[field])
+            np.testing.assert_allclose(mine, value, rtol=1e-13, atol=1e-15,
                                        err_msg=f"{name}.{field} step {step}")
 
 
@@ -94,6 +145,54 @@ def test_shard_exports_reassemble(world):
     np.testing.assert_array_equal(back["w"], export["w"])
 
 
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_derived_tables_shard_by_their_inner_key(world):
+    """The multi-label (label, sample) table is sharded by sample: a shard holds, for each of
+    its samples, the rows of every label; the per-label global entries stay whole."""
+    loss_fn = xrisk.MultiLabelpAUCLoss(3, num_samples=7, mode="SOTAs")
+    assert distributed.keyed_tables(loss_fn) == {"sample": ("u",)}
+    assert distributed.stored_row(loss_fn, "u") == (3, 2)
+    rng = np.random.default_rng(world)
+    export = {"u": rng.normal(size=(21, 2)), "w": rng.normal(size=(3, 2))}
+    shards = [distributed.split_export(loss_fn, export, r, world) for r in range(world)]
+    by_label = export["u"].reshape(3, 7, 2)
+    for r, shard in enumerate(shards):
+        np.testing.assert_array_equal(shard["u"], by_label[:, r::world].swapaxes(0, 1))
+        np.testing.assert_array_equal(shard["w"], export["w"])
+    back = distributed.assemble_shards(loss_fn, shards[::-1])
+    np.testing.assert_array_equal(back["u"], export["u"])
+    np.testing.assert_array_equal(back["w"], export["w"])
+
+
+def test_resized_follows_the_derived_keys():
+    """The compact step's loss: the multi-label loss with the compact sample count; a loss
+    without derived keys is itself; a derived key without an override is refused."""
+    loss_fn = xrisk.meanAveragePrecisionLoss(2, num_samples=9, gamma=0.5)
+    small = loss_fn.resized({"sample": 3})
+    assert small.config() == {**loss_fn.config(), "num_samples": 3}
+    assert small.state_shapes() == {"u": (6, 2)}
+    plain = xrisk.APLoss(9)
+    assert plain.resized({"sample": 3}) is plain
+
+    class Unsized(xrisk.meanAveragePrecisionLoss):
+        resized = xrisk.LossDefinition.resized
+
+    with pytest.raises(NotImplementedError, match=r"label_sample.*Fix"):
+        Unsized(2, num_samples=9).resized({"sample": 3})
+
+
+@pytest.mark.parametrize("name", loss_names())
+def test_every_table_addressed_by_an_index_is_sharded(name):
+    """Tables keyed by the space of a required index input, or derived from one, are sharded;
+    the rest (global entries, per-label rows) are replicated."""
+    definition = make_plan(name).definition
+    derived = definition.derived_keys()
+    indexed = {s.keys for s in definition.inputs() if s.kind == "index" and not s.optional}
+    for field, table in definition.state_tables().items():
+        space = derived[table.keys][1] if table.keys in derived else table.keys
+        assert distributed.sharded(definition, field) == (space in indexed), field
+
+
 def test_assemble_rejects_missing_rank():
     loss_fn = xrisk.APLoss(num_samples=5)
     export = {"u": np.zeros((5, 2))}
@@ -117,3 +216,8 @@ def test_exchanged_bytes_counts_the_gather_and_the_rows():
     assert replicated == {"gather": 32 * (4 + 8 + 8)}
     # Sharded: 64 keys of the global batch, rows of 2 float32, ring all-reduce over 2 ranks.
     assert distributed.exchanged_bytes(loss_fn, part, 2, sharded=True)["rows"] == 64 * 8
+    # Multi-label (3 labels): a stored row holds the 3 labels' rows of one sample.
+    part["scores"] = np.zeros((32, 3), np.float32)
+    part["labels"] = np.zeros((32, 3), np.float32)
+    mean_ap = xrisk.meanAveragePrecisionLoss(3, num_samples=10**6)
+    assert distributed.exchanged_bytes(mean_ap, part, 2, sharded=True)["rows"] == 64 * 3 * 8

@@ -18,9 +18,19 @@ increasing order (monotone, so the loss sees the same order of keys), the adapte
 those rows from their owners (O(batch) communication), and :func:`apply_compact` runs the
 unchanged loss on that compact table; the adapter writes the new rows back to their owners.
 Tables without a key space (global entries) are small and replicated: every rank computes the
-same update. Checkpoints are saved per shard (:func:`split_export`) and reassembled into the
-usual export of a single process (:func:`assemble_shards`), so a run resumes on any number of
-ranks.
+same update.
+
+**Derived keys.** A table keyed by the product of two spaces
+(:meth:`~xrisk.LossDefinition.derived_keys`, e.g. the multi-label ``(label, sample)`` tables,
+row ``t * num_samples + i``) is owned by its *inner* key: rank ``r`` stores, for each inner
+key ``i`` with ``i % world == r``, one row holding the rows of every outer key
+(:func:`stored_row`, shape ``(size of outer, *row)``; :func:`key_rows` converts a full
+table to that layout). The compact step runs on the loss
+:meth:`~xrisk.LossDefinition.resized` to the batch's number of inner keys, whose derived
+table is then the compact rows in its own layout, so no loss math is repeated here.
+
+Checkpoints are saved per shard (:func:`split_export`) and reassembled into the usual export
+of a single process (:func:`assemble_shards`), so a run resumes on any number of ranks.
 
 Examples
 --------
@@ -44,6 +54,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -62,6 +74,10 @@ __all__ = [
     "gather_plan",
     "keyed_tables",
     "sharded",
+    "row_space",
+    "stored_row",
+    "key_rows",
+    "table_rows",
     "owner",
     "local_row",
     "local_size",
@@ -154,22 +170,92 @@ def gather_plan(loss: Any) -> GatherPlan:
     )
 
 
+def _owning_space(definition: LossDefinition, keys: str | None) -> str | None:
+    """The space whose keys own the rows of a table keyed by ``keys``: the inner space of a
+    derived key (:meth:`LossDefinition.derived_keys`), else ``keys`` itself."""
+    derived = definition.derived_keys()
+    return derived[keys][1] if keys in derived else keys
+
+
 def keyed_tables(loss: Any) -> dict[str, tuple[str, ...]]:
     """Key space -> names of the state tables that can be sharded by rows: the tables of
-    the spaces in :meth:`LossDefinition.row_keys` (a step addresses them by index inputs).
-    Every other table (global entries, derived key spaces) is replicated."""
+    the spaces in :meth:`LossDefinition.row_keys` (a step addresses them by index inputs),
+    a table of a derived space under its inner space. Every other table (global entries,
+    small tables of spaces that no index input addresses) is replicated."""
     definition = _definition(loss)
     spaces = definition.row_keys()
     out: dict[str, tuple[str, ...]] = {}
     for name, table in definition.state_tables().items():
-        if table.keys in spaces:
-            out[table.keys] = (*out.get(table.keys, ()), name)
+        space = _owning_space(definition, table.keys)
+        if space in spaces:
+            out[space] = (*out.get(space, ()), name)
     return out
 
 
 def sharded(loss: Any, name: str) -> bool:
     """Whether state entry ``name`` is sharded by rows (see :func:`keyed_tables`)."""
     return any(name in names for names in keyed_tables(loss).values())
+
+
+def row_space(loss: Any, name: str) -> str:
+    """The key space whose keys own the rows of sharded table ``name`` (a derived table's
+    inner space): its stored rows are one per key of that space, in key order.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a sharded table of the loss.
+    """
+    definition = _definition(loss)
+    for space, names in keyed_tables(definition).items():
+        if name in names:
+            return space
+    raise ValueError(
+        f"{definition.name}: {name!r} is not a sharded state table; expected one of "
+        f"{sorted(n for names in keyed_tables(definition).values() for n in names)}. Fix: "
+        "check xrisk.distributed.sharded(loss, name) first.")
+
+
+def _outer(definition: LossDefinition, name: str) -> int | None:
+    """Size of the outer space of a derived table ``name`` (``None``: not derived)."""
+    keys = definition.state_tables()[name].keys
+    derived = definition.derived_keys()
+    return definition.table_sizes()[derived[keys][0]] if keys in derived else None
+
+
+def stored_row(loss: Any, name: str) -> tuple[int, ...]:
+    """Shape of one stored row of sharded table ``name`` (one per key of
+    :func:`row_space`): the table's row, or ``(size of the outer space, *row)`` for a derived
+    table, whose stored row ``i`` holds the rows ``(t, i)`` of every outer key ``t``."""
+    definition = _definition(loss)
+    row = tuple(definition.state_tables()[name].row)
+    outer = _outer(definition, name)
+    return row if outer is None else (outer, *row)
+
+
+def key_rows(loss: Any, name: str, table: Any) -> np.ndarray:
+    """A full table in its stored layout: one row per key of :func:`row_space` (numpy).
+
+    The table itself for a table keyed by that space; for a derived table (``outer *
+    size(inner) + inner`` rows of shape ``row``), the array of shape ``(size(inner), outer,
+    *row)``. :func:`table_rows` is the inverse.
+    """
+    definition = _definition(loss)
+    value = to_numpy(table)
+    outer = _outer(definition, name)
+    if outer is None:
+        return value
+    return np.swapaxes(value.reshape(outer, -1, *value.shape[1:]), 0, 1)
+
+
+def table_rows(loss: Any, name: str, rows: Any) -> np.ndarray:
+    """The inverse of :func:`key_rows`: stored rows back to the table's own layout."""
+    definition = _definition(loss)
+    value = to_numpy(rows)
+    outer = _outer(definition, name)
+    if outer is None:
+        return value
+    return np.swapaxes(value, 0, 1).reshape(-1, *value.shape[2:])
 
 
 # -- rows owned by ranks ---------------------------------------------------------------------
@@ -212,15 +298,18 @@ def split_export(loss: Any, arrays: Mapping[str, Any], rank: int, world: int,
                  ) -> dict[str, np.ndarray]:
     """Rank ``rank``'s shard of a full export (``export_state()`` of any adapter).
 
-    Keyed tables keep the rank's rows; global entries and auxiliaries are copied whole; the
-    metadata entries :data:`SHARD_RANK` and :data:`SHARD_WORLD` record the layout.
+    Keyed tables keep the rank's rows in their stored layout (:func:`key_rows`: keys ``k``
+    with ``k % world == rank``, in key order); global entries and auxiliaries are copied
+    whole; the metadata entries :data:`SHARD_RANK` and :data:`SHARD_WORLD` record the layout.
     """
     definition = _definition(loss)
     rank, world = _check_rank(rank, world)
     out = {}
     for name, value in arrays.items():
         value = np.array(to_numpy(value), copy=True)
-        out[name] = shard_rows(value, rank, world).copy() if sharded(definition, name) else value
+        if sharded(definition, name):
+            value = shard_rows(key_rows(definition, name, value), rank, world).copy()
+        out[name] = value
     out[SHARD_RANK] = np.asarray(rank, dtype=np.int64)
     out[SHARD_WORLD] = np.asarray(world, dtype=np.int64)
     return out
@@ -252,7 +341,6 @@ def assemble_shards(loss: Any, shards: Sequence[Mapping[str, Any]]) -> dict[str,
         )
     world = len(shards)
     by_rank = {int(np.asarray(s[SHARD_RANK])): s for s in shards}
-    tables = definition.state_tables()
     spaces = definition.table_sizes()
     out = {}
     for name in definition.state_shapes():
@@ -260,18 +348,18 @@ def assemble_shards(loss: Any, shards: Sequence[Mapping[str, Any]]) -> dict[str,
         if not sharded(definition, name):
             out[name] = np.array(first, copy=True)
             continue
-        size = spaces[str(tables[name].keys)]
-        full = np.empty((size, *first.shape[1:]), dtype=first.dtype)
+        size = spaces[row_space(definition, name)]
+        full = np.empty((size, *stored_row(definition, name)), dtype=first.dtype)
         for r in range(world):
             part = to_numpy(by_rank[r][name])
-            expected = local_size(size, r, world)
-            if part.shape[0] != expected:
+            expected = (local_size(size, r, world), *full.shape[1:])
+            if part.shape != expected:
                 raise ValueError(
-                    f"{definition.name}: shard {r} of {name!r} has {part.shape[0]} rows; "
-                    f"expected {expected} (rows k with k % {world} == {r} of {size}). Fix: "
-                    "pass the shards of a loss built with the same arguments.")
+                    f"{definition.name}: shard {r} of {name!r} has shape {part.shape}; "
+                    f"expected {expected} (the rows k with k % {world} == {r} of {size}). "
+                    "Fix: pass the shards of a loss built with the same arguments.")
             full[r::world] = part
-        out[name] = full
+        out[name] = table_rows(definition, name, full)
     return out
 
 
@@ -390,9 +478,11 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
     inputs : mapping of str to array
         The global batch by input name.
     fetch : callable (table name, slots) -> rows
-        Returns the rows of table ``name`` at ``slots`` (m,), shape ``(m, *row)`` in the
-        table's dtype; rows at slot ``-1`` are never read by the loss (any value). The sharded
-        containers fetch each row from its owner.
+        Returns the stored rows of table ``name`` at the keys ``slots`` (m,) of its
+        :func:`row_space`, shape ``(m, *stored_row)`` in the table's dtype (for a derived
+        table, the rows of every outer key of each slot: :func:`stored_row`); rows at slot
+        ``-1`` are never read by the loss (any value). The sharded containers fetch each row
+        from its owner.
     global_state : mapping of str to array
         The replicated entries by name: global entries and the tables that are not sharded
         (:func:`sharded`).
@@ -404,21 +494,77 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
     loss : array of shape ()
         Equal to ``apply`` on the full state.
     new_state : NamedTuple
-        Sharded tables as compact tables (m, *row) aligned with ``batch.slots``; write row
-        ``p`` back at key ``slots[p]`` for every ``slots[p] >= 0``. Replicated entries whole.
+        Sharded tables as compact stored rows ``(m, *stored_row)`` aligned with
+        ``batch.slots[row_space(loss, name)]``; write row ``p`` back at key ``slots[p]`` for
+        every ``slots[p] >= 0``. Replicated entries whole.
     batch : CompactBatch
+
+    Raises
+    ------
+    ValueError
+        A loss with derived tables (:meth:`LossDefinition.derived_keys`) on a batch whose
+        size is known only at run time: the resized loss needs it.
     """
     definition = _definition(loss)
     plan = compact_batch(definition, inputs)
     tables = definition.state_tables()
+    derived = definition.derived_keys()
+    sizes = {}
+    for space in {inner for _, inner in derived.values()} & set(plan.slots):
+        count = plan.slots[space].shape[0]
+        if count is None:
+            raise ValueError(
+                f"{definition.name}: received a batch whose number of {space!r} keys is "
+                "known only at run time (None); expected a static size for its derived "
+                "tables (the compact step runs the loss resized to it). Fix: give the batch "
+                "a static size (a fully defined tf.function input_signature, or "
+                "tf.ensure_shape on the inputs).")
+        sizes[space] = max(int(count), 1)
+    compact = _resized(definition, tuple(sorted(sizes.items()))) if sizes else definition
     values = {}
     for name, table in tables.items():
-        values[name] = (fetch(name, plan.slots[str(table.keys)]) if sharded(definition, name)
-                        else global_state[name])
-    state = definition.state_type(**values)
+        if not sharded(definition, name):
+            values[name] = global_state[name]
+            continue
+        rows = fetch(name, plan.slots[row_space(definition, name)])
+        outer = _outer(definition, name)
+        values[name] = rows if outer is None else _outer_major(rows, outer, table.row)
+    state = compact.state_type(**values)
     options = {} if params is None else {"params": params}
-    value, new_state = definition.apply(state, **plan.inputs, **options)
-    return value, new_state, plan
+    value, new_state = compact.apply(state, **plan.inputs, **options)
+    stored = {}
+    for name, table in tables.items():
+        outer = _outer(definition, name) if sharded(definition, name) else None
+        if outer is not None:  # back to one stored row per inner key
+            stored[name] = _key_major(getattr(new_state, name), outer, table.row)
+    return value, new_state._replace(**stored) if stored else new_state, plan
+
+
+@functools.lru_cache(maxsize=64)
+def _resized(definition: LossDefinition, sizes: tuple[tuple[str, int], ...]) -> LossDefinition:
+    # A compiled step builds it once; an eager step would rebuild it (and its declarations)
+    # at every call.
+    return definition.resized(dict(sizes))
+
+
+def _outer_major(rows: Array, outer: int, row: tuple[int, ...]) -> Array:
+    """Stored rows (m, outer, *row) -> the derived table of m inner keys (outer * m, *row),
+    row ``t * m + p`` = ``rows[p, t]``: two matrix transposes, which every namespace has."""
+    xp = backend_of(rows).namespace
+    m, width = rows.shape[0], math.prod(row)
+    x = xp.matrix_transpose(xp.reshape(rows, (m, outer * width)))  # (outer * width, m)
+    x = xp.matrix_transpose(xp.reshape(x, (outer, width, m)))  # (outer, m, width)
+    return xp.reshape(x, (outer * m, *row))
+
+
+def _key_major(table: Array, outer: int, row: tuple[int, ...]) -> Array:
+    """The inverse of :func:`_outer_major`: (outer * m, *row) -> (m, outer, *row)."""
+    xp = backend_of(table).namespace
+    width = math.prod(row)
+    m = table.shape[0] // outer
+    x = xp.matrix_transpose(xp.reshape(table, (outer, m, width)))  # (outer, width, m)
+    x = xp.matrix_transpose(xp.reshape(x, (outer * width, m)))  # (m, outer * width)
+    return xp.reshape(x, (m, outer, *row))
 
 
 def exchanged_bytes(loss: Any, local_batch: Mapping[str, Any], world: int, *,
@@ -445,11 +591,10 @@ def exchanged_bytes(loss: Any, local_batch: Mapping[str, Any], world: int, *,
             entries[spec.keys] = entries.get(spec.keys, 0) + int(np.prod(value.shape)) * world
     out = {"gather": gather}
     if sharded:
-        shapes = definition.state_shapes()
         rows = 0
         for space, names in keyed_tables(definition).items():
             for name in names:
-                row = int(np.prod(shapes[name][1:])) * state_itemsize
+                row = math.prod(stored_row(definition, name)) * state_itemsize
                 rows += entries.get(space, 0) * row
         out["rows"] = 2 * (world - 1) * rows // world
     return out

@@ -30,8 +30,11 @@ silently gives wrong gradients).
 input row-sharded over the mesh axis (blocks of rows, padded to a multiple of the device
 count), the rest replicated: each device holds 1/world of the table and the jitted step
 (plain ``jax.jit``, ``out_shardings`` = :func:`state_sharding`) moves only the batch's rows.
-:func:`export_state` returns the usual export (padding removed); :func:`export_shards` one
-file's worth per device and :func:`xrisk.distributed.assemble_shards` puts them together.
+:func:`sharded_init` builds that layout directly (each device allocates only its rows).
+A table of a derived key space (the multi-label (label, sample) tables) is split the same
+way, in blocks of its rows. :func:`export_state` returns the usual export (padding
+removed); :func:`export_shards` one file's worth per device and
+:func:`xrisk.distributed.assemble_shards` puts them together.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from xrisk import distributed as _core
+from xrisk._state import initial_values
 
 __all__ = ["gather_batch", "shard_batch", "replicate", "batch_sharding", "shard_state",
-           "state_sharding", "export_state", "export_shards", "check_call",
+           "state_sharding", "sharded_init", "export_state", "export_shards", "check_call",
            "DistributedWarning"]
 
 DistributedWarning = _core.DistributedWarning
@@ -151,6 +155,46 @@ def state_sharding(loss: Any, mesh: Mesh, axis: str = "data") -> Any:
     return definition.state_type(**{
         name: NamedSharding(mesh, P(axis) if _core.sharded(definition, name) else P())
         for name in definition.state_tables()})
+
+
+def _padded_shape(definition: Any, name: str, mesh: Mesh, axis: str) -> tuple[int, ...]:
+    shape = definition.state_shapes()[name]
+    if not _core.sharded(definition, name):
+        return shape
+    return (_padded(shape[0], mesh, axis), *shape[1:])
+
+
+def sharded_init(loss: Any, mesh: Mesh, axis: str = "data", *, dtype: Any = None) -> Any:
+    """The initial state in :func:`shard_state`'s layout, built where it lives.
+
+    One ``jax.jit`` with the state's shardings as ``out_shardings`` fills every table: each
+    device allocates and fills only its own block of rows, so no device (nor the host) ever
+    holds a whole sharded table, which ``shard_state(loss, loss.init(), mesh)`` needs. The
+    values and shardings are those of ``shard_state`` applied to ``init()``.
+
+    Parameters
+    ----------
+    loss : xrisk JAX loss or core definition
+    mesh : Mesh
+    axis : str, default "data"
+        The mesh axis the rows are split over.
+    dtype : dtype, optional
+        Float dtype of the state; default the adapter loss's ``dtype`` (float32 for a core
+        definition).
+    """
+    definition = _core._definition(loss)
+    dtype = jnp.dtype(dtype if dtype is not None else getattr(loss, "dtype", jnp.float32))
+    tables = definition.state_tables()
+
+    def build() -> Any:
+        values = {}
+        for name, table in tables.items():
+            kind = dtype if table.kind == "float" else jnp.int32
+            fill = jnp.asarray(initial_values(table), kind)
+            values[name] = jnp.zeros(_padded_shape(definition, name, mesh, axis), kind) + fill
+        return definition.state_type(**values)
+
+    return jax.jit(build, out_shardings=state_sharding(definition, mesh, axis))()
 
 
 def shard_state(loss: Any, state: Any, mesh: Mesh, axis: str = "data") -> Any:

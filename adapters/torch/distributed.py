@@ -210,8 +210,11 @@ class ShardedLoss(nn.Module):
     """A torch loss whose keyed state tables are split over the ranks by key.
 
     Rank ``r`` of ``world`` holds the rows ``k`` with ``k % world == r`` (local row
-    ``k // world``) of every table keyed by a key space, plus one scratch row; global entries
-    (no key space) and trainable auxiliaries are replicated. A call gathers the global batch
+    ``k // world``) of every table keyed by a key space, plus one scratch row; a table of a
+    derived key space (the multi-label (label, sample) tables) is owned by its inner key, one
+    stored row per sample holding its rows of every label
+    (:func:`xrisk.distributed.stored_row`). Global entries (no key space) and trainable
+    auxiliaries are replicated. A call gathers the global batch
     (:func:`gather_batch`), fetches the batch's rows from their owners with one all-reduce of
     a (rows in the batch) table, runs the unchanged loss on that compact table
     (:func:`xrisk.distributed.apply_compact`) and writes each new row on its owner: O(batch)
@@ -261,8 +264,8 @@ class ShardedLoss(nn.Module):
             fill = torch.tensor(initial_values(table), dtype=table_dtype,
                                 device=device)
             rows = (table.shape(sizes) if not _core.sharded(definition, name) else
-                    (_core.local_size(sizes[str(table.keys)], self.rank, self.world) + 1,
-                     *table.row))
+                    (_core.local_size(sizes[_core.row_space(definition, name)], self.rank,
+                                      self.world) + 1, *_core.stored_row(definition, name)))
             self.register_buffer(name, torch.zeros(rows, dtype=table_dtype, device=device)
                                  + fill)
         params = definition.init_params(xp=xrisk.backends.get_backend("torch").namespace,
@@ -289,14 +292,15 @@ class ShardedLoss(nn.Module):
         globals_ = {n: getattr(self, n) for n in tables if not _core.sharded(definition, n)}
         loss, new, plan = _core.apply_compact(definition, batch, self._fetch, globals_, params)
         with torch.no_grad():
-            for name, table in tables.items():
+            for name in tables:
                 target = getattr(self, name)
                 value = getattr(new, name)
                 if not _core.sharded(definition, name):
                     if value is not target:
                         target.copy_(value)
                     continue
-                local, _ = self._local(plan.slots[str(table.keys)], target.shape[0] - 1)
+                local, _ = self._local(plan.slots[_core.row_space(definition, name)],
+                                       target.shape[0] - 1)
                 target.index_copy_(0, local, value.detach().to(target.dtype))
         return loss
 
@@ -365,13 +369,13 @@ class ShardedLoss(nn.Module):
             target = getattr(self, name)
             value = torch.as_tensor(np.asarray(shard[name])).to(target.device, target.dtype)
             keyed = _core.sharded(self.definition, name)
-            expected = (target.shape[0] - 1,) if keyed else tuple(target.shape)
-            got = tuple(value.shape[:1]) if keyed else tuple(value.shape)
-            if got != expected:
+            expected = ((target.shape[0] - 1, *target.shape[1:]) if keyed
+                        else tuple(target.shape))
+            if tuple(value.shape) != expected:
                 raise ValueError(
                     f"{self.definition.name}: shard[{name!r}] has shape {tuple(value.shape)}; "
-                    f"expected {expected} (rows). Fix: load a shard of a loss built with the "
-                    "same arguments.")
+                    f"expected {expected}. Fix: load a shard of a loss built with the same "
+                    "arguments.")
             tensors[name] = value
         with torch.no_grad():
             for name, value in tensors.items():

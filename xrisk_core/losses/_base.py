@@ -9,7 +9,9 @@ per-loss code:
 - :meth:`~LossDefinition.state_tables`: the state, one :class:`StateTable` per entry — the key
   space it is indexed by (``sample``, ``query``, ``interaction``, ...), the shape of one row and
   its initial value. Per-key dual variables with a closed-form rule (SOPA's thresholds, K-SONG's
-  λ_q, iSogCLR's τ_i) are state rows too, written in O(batch);
+  λ_q, iSogCLR's τ_i) are state rows too, written in O(batch); a table keyed by a product of
+  two spaces (the multi-label (label, sample) tables) declares it in
+  :meth:`~LossDefinition.derived_keys`, so that sharded state owns its rows by sample;
 - :meth:`~LossDefinition.auxiliaries`: trainable auxiliaries with their *role* for the
   optimizer (descent or ascent, projection bounds) — optimizers never know them by name.
 
@@ -253,6 +255,38 @@ class LossDefinition(Configured):
         """Name -> :class:`StateTable` of every state entry, in ``state_type`` order."""
         return {}
 
+    def derived_keys(self) -> dict[str, tuple[str, str]]:
+        """Derived key space -> ``(outer, inner)``, the two key spaces it is the product of.
+
+        A table keyed by a derived space holds one row per pair of keys, at row
+        ``outer * size(inner) + inner`` (row-major), and a step reaches those rows through
+        the index inputs of ``inner`` (the multi-label tables: ``"label_sample": ("label",
+        "sample")``, row ``t * num_samples + i``). Sharded state (:mod:`xrisk.distributed`)
+        owns such rows by their inner key (the rows of one sample for every label live on
+        that sample's owner) and runs the step on :meth:`resized`. Default: none.
+        """
+        return {}
+
+    def resized(self, sizes: Mapping[str, int]) -> LossDefinition:
+        """This loss with the key spaces ``sizes`` (name -> size) given another size.
+
+        Sharded state runs a step on compact tables of the batch's rows
+        (:func:`xrisk.distributed.apply_compact`); where a derived table's row depends on the
+        size of its inner space (:meth:`derived_keys`), the step must run on the loss resized
+        to the compact size. The default returns ``self`` (the math of a loss without derived
+        keys does not depend on the sizes; index bounds that a smaller space still satisfies
+        aside); a loss that declares derived keys overrides it, e.g. with
+        ``self.replace(num_samples=sizes["sample"])``.
+        """
+        derived = sorted(space for space, (_, inner) in self.derived_keys().items()
+                         if inner in sizes)
+        if derived:
+            raise NotImplementedError(
+                f"{self.name} declares the derived key spaces {derived} but does not override "
+                "resized(); expected an override that rebuilds the loss for the given sizes. "
+                "Fix: define resized() in the loss (e.g. return self.replace(num_samples=...)).")
+        return self
+
     def row_keys(self) -> dict[str, tuple[str, ...]]:
         """Key space -> the index inputs whose values are the rows a step reads and writes in
         the tables of that space.
@@ -260,11 +294,14 @@ class LossDefinition(Configured):
         Sharded state (:mod:`xrisk.distributed`) fetches only those rows, renumbered into a
         compact table, so the step must address the space's tables through these inputs
         alone. The default takes every key space of a state table addressed by a required
-        index input; tables of other spaces (derived keys, small per-label tables read
-        whole) stay replicated. A loss that addresses a space's rows otherwise overrides
-        this to leave that space out.
+        index input, where a table of a derived space counts for the inner space
+        (:meth:`derived_keys`); tables of other spaces (small per-label tables read whole)
+        stay replicated. A loss that addresses a space's rows otherwise overrides this to
+        leave that space out.
         """
-        spaces = {table.keys for table in self.state_tables().values() if table.keys}
+        derived = self.derived_keys()
+        spaces = {derived[table.keys][1] if table.keys in derived else table.keys
+                  for table in self.state_tables().values() if table.keys}
         out: dict[str, tuple[str, ...]] = {}
         for spec in self.inputs():
             if spec.kind == "index" and spec.keys in spaces and not spec.optional:

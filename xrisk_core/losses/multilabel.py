@@ -25,6 +25,7 @@ the :func:`~xrisk.pAUCLoss` family), run once per label:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple, cast
 
 from .._state import StateTable
@@ -68,6 +69,16 @@ class _MultiLabelLoss(LossDefinition):
         if self.num_samples is not None:
             spaces["label_sample"] = self.num_labels * self.num_samples
         return spaces
+
+    def derived_keys(self) -> dict[str, tuple[str, str]]:
+        # The per-label tables: row t * num_samples + i of sample i for label t.
+        return {} if self.num_samples is None else {"label_sample": ("label", "sample")}
+
+    def resized(self, sizes: Mapping[str, int]) -> LossDefinition:
+        # The stride of the (label, sample) rows is num_samples.
+        if self.num_samples is None or "sample" not in sizes:
+            return self
+        return cast(LossDefinition, self.replace(num_samples=sizes["sample"]))
 
     def _columns(self, step: Step, scores: Array, labels: Array, task: Array | None,
                  ) -> tuple[Array, Array | None, Any]:
