@@ -22,6 +22,7 @@ import xrisk
 import xrisk.tensorflow as xtf
 from tests._cases import CASES, MAX_KEYS, NUM_FEATURES, NUM_LABELS
 from tests._frameworks import model_scores, score_names
+from tests.test_optim_keras import PackedLoss  # the y_true = [label, index] recipe
 from xrisk.backends import BACKEND_NAMES, get_backend
 
 DYNAMIC_SETTINGS = settings(max_examples=1, deadline=None)
@@ -279,19 +280,6 @@ def test_run_time_axis_size_is_an_index_dtype_scalar():
 # --------------------------------------------------------------------------- Keras fit
 
 N, BATCH = 30, 8  # the last batch of each epoch has 6 examples
-
-
-class PackedLoss(keras.losses.Loss):
-    """An xrisk loss taking ``y_true = [label, index]`` (adapters/tensorflow/optim.py)."""
-
-    def __init__(self, loss_fn):
-        super().__init__(name=loss_fn.name, dtype="float64")
-        self.loss_fn = loss_fn
-
-    def call(self, y_true, y_pred):
-        scores = tf.cast(tf.sigmoid(y_pred[:, 0]), tf.float32)
-        labels, index = tf.cast(y_true[:, 0], tf.int32), tf.cast(y_true[:, 1], tf.int64)
-        return self.loss_fn(scores, labels, index)
 
 
 def _keras_model():
