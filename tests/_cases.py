@@ -31,18 +31,20 @@ from tests._contrastive_cases import (
     global_reference,
     info_nce_reference,
 )
+from tests._sizes import MAX_KEYS, draw_size
 
 SURROGATE_NAMES = ("squared_hinge", "hinge", "squared", "logistic", "barrier_hinge")
 #: Features per score element of the harness's linear model, ``scores = link(features @ w)``.
 NUM_FEATURES = 3
-#: Largest key space (and table) the harness draws: small, so duplicate indices are common.
-MAX_KEYS = 12
+#: Batch sizes of the binary and multi-label drawers (tests/_sizes.py: few, so compiled
+#: primitives are reused; free under the "thorough" profile).
+BATCH_SIZES = (1, 3, 9)
 
 
-def binary_batch(draw, definition, rng, *, max_batch: int = 9) -> dict:
+def binary_batch(draw, definition, rng, *, batch_sizes=BATCH_SIZES) -> dict:
     """One step of a binary loss: features (B, F), labels in {0, 1} (from none to all
     positives) and dataset indices drawn with replacement from the loss's sample space."""
-    batch = draw(st.integers(1, max_batch), label="batch size")
+    batch = draw_size(draw, batch_sizes, label="batch size")
     size = definition.key_spaces().get("sample") or MAX_KEYS
     positives = draw(st.integers(0, batch), label="positives in the batch")
     order = draw(st.permutations(range(batch)), label="positions of the positives")
@@ -58,7 +60,8 @@ def binary_batch(draw, definition, rng, *, max_batch: int = 9) -> dict:
 class LossCase(NamedTuple):
     """How the harness builds and checks one loss.
 
-    make : (size, hyper) -> definition; ``size`` in 1..MAX_KEYS sizes its key spaces
+    make : (size, hyper) -> definition; ``size`` (tests._sizes.KEY_SPACES: 1..MAX_KEYS) sizes
+           its key spaces
     hyper : hypothesis strategy of constructor keyword arguments
     reference : (definition, state, params, **inputs) -> (loss, grad_inputs, grad_params,
                 new_state); the score inputs are given as scores, ``grad_inputs`` maps each
@@ -159,12 +162,12 @@ def _tpauc_cvar_reference(definition, state, params, scores, labels, index):
 NUM_LABELS = 3
 
 
-def multilabel_batch(draw, definition, rng, *, max_batch: int = 9) -> dict:
+def multilabel_batch(draw, definition, rng, *, batch_sizes=BATCH_SIZES) -> dict:
     """One step of a multi-label loss: features (B, K, F); labels (B, K) of 0, 1 or NaN
     (missing), so that columns without a positive, without a negative or without any
     observed entry occur; dataset indices with replacement; and, in some steps, the task id
     of every row as the TriSampler yields it (only those labels are active)."""
-    batch = draw(st.integers(1, max_batch), label="batch size")
+    batch = draw_size(draw, batch_sizes, label="batch size")
     num_labels = definition.num_labels
     size = definition.key_spaces().get("sample") or MAX_KEYS
     cells = draw(st.lists(st.sampled_from([0.0, 1.0, np.nan]), min_size=batch * num_labels,

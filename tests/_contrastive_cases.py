@@ -12,17 +12,21 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from tests import _reference_contrastive
+from tests._sizes import MAX_KEYS, draw_shape
 
 NUM_FEATURES = 3  # as tests._cases.NUM_FEATURES (not imported: _cases imports this module)
-MAX_KEYS = 12
 
 
-def contrastive_batch(draw, definition, rng, *, max_batch: int = 6) -> dict:
+#: (batch B, feature dimension D) of a contrastive batch: one pair, a few, the largest batch
+#: (a few whole shapes, tests/_sizes.py; every B in 1..6 and D in 2..3 when thorough).
+CONTRASTIVE_SHAPES = ((1, 2), (3, 3), (6, 2))
+
+
+def contrastive_batch(draw, definition, rng, *, shapes=CONTRASTIVE_SHAPES) -> dict:
     """Two views as features (B, D, F), with the dataset index (B,) of every pair (InfoNCE:
     sometimes no index). D >= 2: unit rows of one feature are +-1, whose gradients are
     rounding noise."""
-    batch = draw(st.integers(1, max_batch), label="batch size")
-    width = draw(st.integers(2, 3), label="feature dimension D")
+    batch, width = draw_shape(draw, shapes, label="batch size, feature dimension D")
     size = definition.key_spaces().get("sample") or MAX_KEYS
     index = np.asarray(draw(st.lists(st.integers(0, size - 1), min_size=batch,
                                      max_size=batch), label="index"), dtype=np.int64)

@@ -15,9 +15,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from tests import _reference_extreme, _reference_midam
+from tests._sizes import MAX_KEYS, draw_shape
 
 NUM_FEATURES = 3  # as tests._cases.NUM_FEATURES (not imported: _cases imports this module)
-MAX_KEYS = 12
 
 
 def _index(draw, size, batch):
@@ -39,11 +39,17 @@ def _mask(draw, batch, width):
     return mask
 
 
-def bag_batch(draw, definition, rng, *, max_batch: int = 6) -> dict:
+#: (bags B, instances per bag K): one bag of one instance, a few, the largest batch (a few
+#: whole shapes, tests/_sizes.py; every B in 1..6 and K in 1..4 when thorough).
+BAG_SHAPES = ((1, 1), (3, 4), (6, 2))
+#: (samples B, classes C) of an extreme-classification batch, as BAG_SHAPES (C in 1..5).
+EXTREME_SHAPES = ((1, 1), (3, 5), (6, 2))
+
+
+def bag_batch(draw, definition, rng, *, shapes=BAG_SHAPES) -> dict:
     """Instance features (B, K, F) per score input, bag labels (B,), bag index (B,), and
     sometimes a mask (B, K)."""
-    batch = draw(st.integers(1, max_batch), label="batch size")
-    width = draw(st.integers(1, 4), label="instances per bag K")
+    batch, width = draw_shape(draw, shapes, label="batch size, instances per bag K")
     size = definition.key_spaces().get("bag") or MAX_KEYS
     labels = np.asarray(draw(st.lists(st.integers(0, 1), min_size=batch, max_size=batch),
                              label="labels"), dtype=np.int64)
@@ -58,10 +64,9 @@ def bag_batch(draw, definition, rng, *, max_batch: int = 6) -> dict:
     return out
 
 
-def extreme_batch(draw, definition, rng, *, max_batch: int = 6) -> dict:
+def extreme_batch(draw, definition, rng, *, shapes=EXTREME_SHAPES) -> dict:
     """Logit-difference features (B, C, F), sample index (B,), and sometimes a mask (B, C)."""
-    batch = draw(st.integers(1, max_batch), label="batch size")
-    width = draw(st.integers(1, 5), label="classes C")
+    batch, width = draw_shape(draw, shapes, label="batch size, classes C")
     out = {"logits": rng.normal(size=(batch, width, NUM_FEATURES)),
            "index": _index(draw, definition.num_samples, batch)}
     mask = _mask(draw, batch, width)

@@ -8,23 +8,28 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from tests import _reference_ranking
+from tests._sizes import draw_shape
 
 #: Must equal tests._cases.NUM_FEATURES (kept here to avoid a circular import).
 NUM_FEATURES = 3
 SURROGATE_NAMES = ("squared_hinge", "hinge", "squared", "logistic", "barrier_hinge")
 
 
-def ranking_batch(draw, definition, rng, *, max_queries: int = 4, max_positives: int = 3,
-                  max_negatives: int = 3) -> dict:
+#: (queries Q, positives P, negatives M) of a ranking batch: the smallest, the largest, and
+#: one padded row with a single negative and one unpadded row with more negatives in between
+#: (a few whole shapes, tests/_sizes.py; every Q in 1..4, P and M in 1..3 when thorough).
+RANKING_SHAPES = ((1, 1, 1), (2, 3, 1), (4, 1, 3), (4, 3, 3))
+
+
+def ranking_batch(draw, definition, rng, *, shapes=RANKING_SHAPES) -> dict:
     """One step of a ranking loss: Q queries (repeats included) x (P positives + M negatives).
 
     Rows may have fewer real positives than P: their tail repeats earlier positives (the same
     interaction id, as the TriSampler pads) with mask 0. Interaction ids are drawn with
     replacement from a small key space, so one interaction often appears twice in a batch.
     """
-    queries = draw(st.integers(1, max_queries), label="queries")
-    positives = draw(st.integers(1, max_positives), label="positives per query")
-    negatives = draw(st.integers(1, max_negatives), label="negatives per query")
+    queries, positives, negatives = draw_shape(
+        draw, shapes, label="queries, positives per query, negatives per query")
     spaces = definition.key_spaces()
     num_interactions = spaces["interaction"]
     num_queries = spaces.get("query") or 4

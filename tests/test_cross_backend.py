@@ -5,7 +5,9 @@ hyper-parameters (its case's ``hyper`` strategy: gamma, margins, surrogates, ...
 of its key spaces (small, so duplicates are common), the number of consecutive steps and,
 for every step, that step's inputs from the case's ``batch`` drawer (for a binary loss: the
 batch size, the number of positives, from none to all, and the dataset index of every
-example, drawn with replacement). Every backend — numpy and array-api-strict included —
+example, drawn with replacement). Sizes and batch shapes come from a few fixed values
+(tests/_sizes.py: 1, a few, the largest), so eager JAX reuses its compiled primitives across
+steps, examples and losses. Every backend — numpy and array-api-strict included —
 carries its own state from step to step; at every step each one must return the reference's
 loss, gradient with respect to every score input, gradient with respect to the weights of
 the linear model that makes those inputs, gradients of the trainable auxiliaries and new
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import xrisk
-from tests._cases import CASES, MAX_KEYS, NUM_FEATURES
+from tests._cases import CASES, NUM_FEATURES
 from tests._frameworks import (
     FRAMEWORKS,
     NO_AUTODIFF,
@@ -36,6 +38,7 @@ from tests._frameworks import (
     score_names,
     state_dtype,
 )
+from tests._sizes import KEY_SPACES, draw_size
 
 FLOAT64 = {"rtol": 1e-10, "atol": 1e-12}
 # float32 state and inputs against the float64 reference: the weights 1/u² of AP amplify
@@ -57,7 +60,7 @@ def scenarios(draw, name, *, max_steps=4, hyper=None):
     """One run of 3 to ``max_steps`` consecutive steps of the loss ``name``."""
     case = CASES[name]
     chosen = draw(case.hyper if hyper is None else st.just(hyper), label="hyper")
-    size = draw(st.integers(1, MAX_KEYS), label="size")
+    size = draw_size(draw, KEY_SPACES, label="size")
     steps = draw(st.integers(3, max_steps), label="steps")
     seed = draw(st.integers(0, 2**32 - 1), label="seed of the float values")
     rng = np.random.default_rng(seed)
