@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import array_api_compat.torch as _compat
@@ -16,42 +17,34 @@ __all__ = [
 name = "torch"
 
 
-class _Namespace:
-    """``array_api_compat.torch`` with its two hottest wrappers made direct calls.
+def _take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+    if axis is None and x.ndim != 1:
+        return _compat.take(x, indices)  # its error: axis must be given
+    return torch.index_select(x, 0 if axis is None else axis, indices)
 
-    The core calls ``take`` and ``clip`` several times per step, and an eager torch step is
-    dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds
-    three ops to wrap negative indices, which the core never passes (its gathers use
-    validated or computed non-negative positions; a negative one still raises in
-    ``index_select``), and its ``clip`` inspects its bounds in Python before ``clamp``.
-    Everything else is compat's, unchanged.
-    """
 
-    def __getattr__(self, attribute: str) -> Any:
-        value = getattr(_compat, attribute)
-        setattr(self, attribute, value)  # looked up once
-        return value
-
-    @staticmethod
-    def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
-        if axis is None and x.ndim != 1:
-            return _compat.take(x, indices)  # its error: axis must be given
-        return torch.index_select(x, 0 if axis is None else axis, indices)
-
-    @staticmethod
-    def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (array API)
-        # Float tensors with finite Python-number bounds: clamp is the array API's clip.
-        if x.is_floating_point() and _plain_bound(min) and _plain_bound(max) and not (
-                min is None and max is None):
-            return torch.clamp(x, min, max)
-        return _compat.clip(x, min, max)
+def _clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (array API)
+    # Float tensors with finite Python-number bounds: clamp is the array API's clip.
+    if x.is_floating_point() and _plain_bound(min) and _plain_bound(max) and not (
+            min is None and max is None):
+        return torch.clamp(x, min, max)
+    return _compat.clip(x, min, max)
 
 
 def _plain_bound(value: Any) -> bool:
     return value is None or (type(value) in (int, float) and value == value)
 
 
-namespace: Any = _Namespace()
+#: ``array_api_compat.torch`` with its two hottest wrappers made direct calls. The core calls
+#: ``take`` and ``clip`` several times per step, and an eager torch step is dominated by
+#: per-op costs at the batch sizes users train with: compat's ``take`` adds three ops to wrap
+#: negative indices, which the core never passes (its gathers use validated or computed
+#: non-negative positions; a negative one still raises in ``index_select``), and its ``clip``
+#: inspects its bounds in Python before ``clamp``. A module object, so that ``torch.compile``
+#: traces through it as through compat's own module (a custom class breaks the graph).
+namespace = types.ModuleType("xrisk.backends.torch.namespace", __doc__)
+namespace.__dict__.update({k: v for k, v in vars(_compat).items() if not k.startswith("__")})
+namespace.__dict__.update(take=_take, clip=_clip)
 has_autodiff = True
 index_dtype = torch.int64
 

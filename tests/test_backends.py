@@ -128,3 +128,18 @@ def test_every_backend_supplies_the_contract(name):
 def test_backend_modules_stay_small():
     for path in pathlib.Path(xrisk.backends.__file__).parent.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 200, path.name
+
+
+def test_torch_namespace_keeps_a_compiled_loss_in_one_graph():
+    """The torch backend's namespace (array-api-compat with direct take/clip) must be a
+    module TorchDynamo traces through: a custom namespace class broke an APLoss step into
+    three graphs. Dynamo's tracing only (no Inductor compile)."""
+    torch = pytest.importorskip("torch")
+    import xrisk.torch as xr
+
+    loss_fn = xr.APLoss(20)
+    scores = torch.rand(8, requires_grad=True)
+    labels, index = torch.tensor([1, 0] * 4), torch.arange(8)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(lambda s, y, i: loss_fn(s, y, i))(scores, labels, index)
+    assert explained.graph_break_count == 0, explained.break_reasons
