@@ -180,7 +180,7 @@ class Step:
 
 
 #: The declaration methods, computed once per definition (see :func:`_declaration`).
-_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries")
+_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "derived_keys")
 
 
 def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
