@@ -23,6 +23,7 @@ import tensorflow as tf
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from jax.extend import core as jax_core
 from numpy.testing import assert_allclose, assert_array_equal
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -77,6 +78,29 @@ def test_key_gaps_separates_neighbours_at_the_float32_limit():
     wide = np.array([2**24, 2**24 + 1])  # not exact in float32: their ranks are compared
     gaps = key_gaps(wide, wide, bound=2**24 + 1, xp=xp, dtype=np.float32)
     assert gaps.dtype == np.float32 and gaps[0, 1] == 1
+
+
+def _equations(jaxpr):
+    """Every equation of ``jaxpr``, nested calls (``pjit``) included."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if isinstance(inner, jax_core.Jaxpr):
+                yield from _equations(inner)
+
+
+def test_key_gaps_of_large_keys_sort_only_the_keys():
+    """Keys beyond float32's exact integers are ranked with one sort of the keys alone and a
+    binary search: an argsort sorts (key, position) pairs, which XLA's CPU backend does
+    about 7 times slower, and made an NDCG step on a table of 2e7 interactions 1.24 times
+    the step on 1e4 (now 0.95: the step's cost does not grow with the table)."""
+    keys = jnp.asarray([2**24, 5, 2**24 + 1, 5], dtype=jnp.int32)
+    jaxpr = jax.make_jaxpr(lambda k: key_gaps(k, k[::-1], bound=2**31, xp=jnp))(keys)
+    sorts = [eqn for eqn in _equations(jaxpr.jaxpr) if eqn.primitive.name == "sort"]
+    assert sorts and all(len(eqn.invars) == 1 for eqn in sorts), sorts
+    gaps = np.asarray(jax.jit(lambda k: key_gaps(k, k[::-1], bound=2**31, xp=jnp))(keys))
+    assert_array_equal(gaps == 0, np.asarray(keys)[:, None] == np.asarray(keys)[None, ::-1])
 
 
 # --------------------------------------------------------------------------- AP's groups

@@ -121,21 +121,21 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
     ``dtype`` (float32 or float64; default float32) if it represents them all exactly
     (float32: ``bound <= 2**24``); distinct exact integers differ by at least 1 and rounding
     is monotonic, so the test is exact. Larger keys are first replaced by their ranks among
-    the keys of both arguments (two sorts of the B keys), which are small: the B x B test then
-    costs the same whatever the table size, and stays exact where float64 is missing (JAX
-    without x64 silently computes "float64" in float32, which merged the keys ``2**24`` and
-    ``2**24 + 1``). A float subtraction and product cost less than an integer comparison plus
-    a cast of its boolean result (2-3 times less on CPUs, where the boolean B x B kernels are
-    not vectorised).
+    the keys of both arguments (a sort and a binary search of the B keys), which are small:
+    the B x B test then costs the same whatever the table size, and stays exact where float64
+    is missing (JAX without x64 silently computes "float64" in float32, which merged the keys
+    ``2**24`` and ``2**24 + 1``). A float subtraction and product cost less than an integer
+    comparison plus a cast of its boolean result (2-3 times less on CPUs, where the boolean
+    B x B kernels are not vectorised).
     """
     if dtype is None or dtype != xp.float64:
         dtype = xp.float32
     if bound <= _FLOAT32_EXACT:
         return _squared_gaps(row_keys, column_keys, dtype, xp)
     if column_keys is row_keys:
-        ranks = _dense_ranks(row_keys, xp)
+        ranks = _equality_ranks(row_keys, xp)
         return _squared_gaps(ranks, ranks, xp.float32, xp)
-    ranks = _dense_ranks(xp.concat([row_keys, column_keys]), xp)
+    ranks = _equality_ranks(xp.concat([row_keys, column_keys]), xp)
     count = axis_size(row_keys)
     return _squared_gaps(ranks[:count], ranks[count:], xp.float32, xp)
 
@@ -144,14 +144,12 @@ def key_gaps(row_keys: Array, column_keys: Array, *, bound: int, xp: Any,
 _FLOAT32_EXACT = 2**24
 
 
-def _dense_ranks(keys: Array, xp: Any) -> Array:
-    """The rank of each key among the distinct values of ``keys`` (n,): equal keys share a
-    rank, ranks lie in [0, n). O(n log n), static shapes."""
-    order = xp.argsort(keys)
-    ordered = xp.take(keys, order)
-    starts = xp.astype(ordered[1:] != ordered[:-1], keys.dtype)  # 1 where a new value starts
-    ranks = xp.cumulative_sum(xp.concat([xp.zeros_like(ordered[:1]), starts]))
-    return xp.take(ranks, xp.argsort(order))  # back to the positions of ``keys``
+def _equality_ranks(keys: Array, xp: Any) -> Array:
+    """For each key of ``keys`` (n,), the number of keys smaller than it: equal keys share a
+    rank, distinct keys get distinct ranks, all in [0, n). One sort and one binary search,
+    static shapes; no argsort (a stable sort of keys and positions, several times slower on
+    XLA's CPU backend: 0.87 ms against 0.13 ms for 5,120 keys)."""
+    return xp.searchsorted(xp.sort(keys), keys)
 
 
 def _squared_gaps(row_keys: Array, column_keys: Array, dtype: Any, xp: Any) -> Array:
