@@ -614,6 +614,25 @@ def test_allocation_follows_the_declarations(name, framework):
         assert_array_equal(state[field], np.full(shape, fill), err_msg=field)
 
 
+
+def test_building_a_zero_filled_table_holds_it_once():
+    """A zero fill is the zeros themselves: adding it allocated a second full-size table, so
+    building the state peaked at twice its bytes (``bench_ndcg_step.py``'s init figure)."""
+    import tracemalloc
+
+    import xrisk
+
+    definition = xrisk.losses.NDCGLoss(num_interactions=2_000_000, num_queries=10,
+                                       num_items=50)
+    tracemalloc.start()
+    try:
+        state = definition.init(xp=np_xp, dtype=np_xp.float64)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    held = sum(np.asarray(v).nbytes for v in state._asdict().values())
+    assert held >= 16_000_000 and peak < 1.1 * held, (peak, held)
+
 # -- one step: agreement, only the batch's rows --------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_steps_agree_across_frameworks_and_touch_only_the_batch_rows(name):

@@ -64,7 +64,12 @@ def allocate_state(tables: dict[str, StateTable], spaces: dict[str, int], *, xp:
         options = {"dtype": table_dtype} if device is None else {"dtype": table_dtype,
                                                                  "device": device}
         value = xp.zeros(table.shape(spaces), **options)
-        out[name] = value + xp.asarray(initial_values(table), **options)
+        fill = initial_values(table)
+        # A zero fill is the zeros themselves: adding it would hold a second full-size table
+        # while the state is built (twice the state's bytes at peak, for the largest tables).
+        if any(fill) if isinstance(fill, list) else fill:
+            value = value + xp.asarray(fill, **options)
+        out[name] = value
     return out
 
 
