@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.extend import core as jax_core
 from numpy.testing import assert_allclose, assert_array_equal
@@ -132,6 +132,55 @@ def test_positive_groups_give_equal_rows_to_equal_indices(labels, data):
             if groups.rows[i] == groups.rows[j]:
                 assert_array_equal(pooled[:, i], pooled[:, j])
 
+
+@settings(max_examples=max(20, settings().max_examples), deadline=None)
+@given(labels=st.lists(st.integers(0, 1), min_size=1, max_size=16),
+       dtypes=st.sampled_from([(torch.float32, torch.float32), (torch.float64, torch.float32),
+                               (torch.float64, torch.float64)]),
+       seed=st.integers(0, 2**16))
+def test_a_distinct_index_skips_the_groups_and_changes_no_value(labels, dtypes, seed):
+    """An eager CPU batch whose index holds no value twice takes the path without groups
+    (no B x B test); loss, gradient and new state equal the grouping path's bit for bit, and
+    a row that no positive of the batch holds keeps its value exactly, in a state wider than
+    the scores too (float64 state, float32 scores: written back through float32 it lost its
+    last digits)."""
+    from unittest import mock
+
+    state_dtype, score_dtype = dtypes
+    rng = np.random.default_rng(seed)
+    num_samples, batch = 40, len(labels)
+    index = torch.from_numpy(rng.choice(num_samples, batch, replace=False))
+    labels = torch.tensor(labels)
+    start = {"u": rng.uniform(0.1, 2.0, (num_samples, 2)).astype(
+        np.float64 if state_dtype == torch.float64 else np.float32)}
+    runs = []
+    for grouped in (False, True):
+        loss_fn = xr.APLoss(num_samples, dtype=state_dtype)
+        loss_fn.load_state(start)
+        scores = torch.from_numpy(rng.uniform(size=batch) if not runs else runs[0][3])
+        scores = scores.to(score_dtype).requires_grad_(True)
+        patch = (mock.patch.object(Step, "distinct", return_value=False) if grouped else
+                 mock.patch("xrisk.losses._binary.key_gaps", side_effect=AssertionError))
+        with patch:
+            loss = loss_fn(scores, labels, index)
+        (grad,) = torch.autograd.grad(loss, scores)
+        runs.append((loss.detach().numpy(), grad.numpy(), loss_fn.export_state()["u"],
+                     scores.detach().double().numpy()))
+    (loss_a, grad_a, u_a, _), (loss_b, grad_b, u_b, _) = runs
+    assert_array_equal(loss_a, loss_b)
+    assert_array_equal(grad_a, grad_b)
+    assert_array_equal(u_a, u_b)
+    untouched = np.ones(num_samples, bool)
+    untouched[index.numpy()[labels.numpy() == 1]] = False
+    assert_array_equal(u_a[untouched], start["u"][untouched])
+
+
+def test_step_distinct_is_known_only_from_host_values():
+    backend = get_backend("numpy")
+    assert Step(backend, xp, None, {"index": np.array([3, 1, 2])}).distinct("index")
+    assert not Step(backend, xp, None, {"index": np.array([3, 1, 3])}).distinct("index")
+    assert not Step(backend, xp, None, {}).distinct("index")  # traced: unknown
+    assert Step(backend, xp, None, {"index": np.array([], np.int64)}).distinct("index")
 
 class _Ops(TorchDispatchMode):
     """Records (op name, input shapes, output dtype) of every dispatched op."""

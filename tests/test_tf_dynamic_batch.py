@@ -225,9 +225,9 @@ def test_a_size_known_from_another_input_is_the_one_expected():
                                   tf.TensorSpec([None], tf.int64),
                                   tf.TensorSpec([None], tf.int64)])
     def step(s, y, i):
-        checked, _, _ = xrisk._validation.check_inputs(
+        checked = xrisk._validation.check_inputs(
             definition, get_backend("tensorflow"), {"scores": s, "labels": y, "index": i},
-            xp=get_backend("tensorflow").namespace)
+            xp=get_backend("tensorflow").namespace).inputs
         shapes.append({k: tuple(v.shape) for k, v in checked.items()})
         return graph_fn(s, y, i)
 

@@ -32,7 +32,7 @@ import math
 import operator
 import warnings
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,8 +40,8 @@ from ._inputs import preview
 
 __all__ = [
     "CHECK_MODES", "InputWarning", "StateCastWarning", "set_checks", "get_checks",
-    "check_inputs", "missing_input", "check_interval", "check_count", "check_positive",
-    "check_fraction", "check_choice",
+    "CheckedBatch", "check_inputs", "missing_input", "check_interval", "check_count",
+    "check_positive", "check_fraction", "check_choice",
 ]
 
 Array = Any
@@ -159,15 +159,35 @@ def _check_dtype(owner: str, spec: Any, x: Array, xp: Any) -> None:
         )
 
 
-def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: Any,
-                 ) -> tuple[dict[str, Array], Array | None, bool]:
-    """Validate one batch against ``definition.inputs()``.
+class CheckedBatch(NamedTuple):
+    """The result of :func:`check_inputs`.
 
-    Returns ``(inputs, valid, empty)``: the inputs with their declared ranks and every index
-    in the backend's index dtype (made safe to gather with), ``valid`` — ``None`` when the
-    values were checked on the host (bad values raise), else a bool array of shape ()
-    computed in the graph — and whether a free dimension is 0: a bool, or a bool array of
-    shape () where sizes are known only at run time (see :func:`_run_time_sizes`).
+    Attributes
+    ----------
+    inputs : dict
+        The inputs with their declared ranks and every index in the backend's index dtype
+        (made safe to gather with).
+    valid : bool array of shape (), or None
+        ``None`` when the values were checked on the host (bad values raise), else whether
+        they pass, computed in the graph.
+    empty : bool, or bool array of shape ()
+        Whether a free dimension is 0 (an array where sizes are known only at run time, see
+        :func:`_run_time_sizes`).
+    host : dict
+        The numpy values of the inputs read on the host for their checks (eager CPU arrays:
+        views, no copy); empty for traced or device arrays. Facts a loss may use to take a
+        cheaper, equal path (:meth:`xrisk.losses.Step.distinct`).
+    """
+
+    inputs: dict[str, Array]
+    valid: Array | None
+    empty: Any
+    host: dict[str, np.ndarray]
+
+
+def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: Any,
+                 ) -> CheckedBatch:
+    """Validate one batch against ``definition.inputs()``; see :class:`CheckedBatch`.
 
     Raises
     ------
@@ -248,24 +268,25 @@ def _signature(backend: Any, bound: dict[str, Array]) -> tuple[Any, ...] | None:
 
 def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
                      checked: dict[str, Array], sizes: dict[str, dict[str, int | None]],
-                     empty: Any, xp: Any) -> tuple[dict[str, Array], Array | None, Any]:
+                     empty: Any, xp: Any) -> CheckedBatch:
     """The value checks of :func:`check_inputs`, on inputs that passed the static ones."""
     owner = definition.name
     present = [x for x in checked.values() if x is not None]
     spaces = definition.key_spaces()
     if all(backend.inspectable(x) for x in present):
         warn = definition not in _warned
+        host = {}
         for name, x in checked.items():
             if x is not None:
                 spec = specs[name]
-                values = backend.to_numpy(x)  # one host read per input, then numpy only
+                host[name] = values = backend.to_numpy(x)  # one host read per input
                 interval = getattr(spec, "interval", None)
                 if not (warn and interval is not None and values.size
                         and _in_interval(definition, spec, values)):
                     _check_values(owner, spec, values, spaces)
                 if spec.kind == "index":  # exact values were checked: the cast is safe
                     checked[name] = _as_index(x, backend, xp)
-        return checked, None, empty
+        return CheckedBatch(checked, None, empty, host)
     valid = None
     for name, x in checked.items():
         if x is None:
@@ -289,13 +310,13 @@ def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
         valid = ok if valid is None else valid & ok
     if any(None in by_input.values() for by_input in sizes.values()):
         return _run_time_sizes(definition, backend, specs, checked, sizes, valid, empty, xp)
-    return checked, valid, empty
+    return CheckedBatch(checked, valid, empty, {})
 
 
 def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
                     checked: dict[str, Array], sizes: dict[str, dict[str, int | None]],
                     valid: Array | None, empty: bool, xp: Any,
-                    ) -> tuple[dict[str, Array], Array, Any]:
+                    ) -> CheckedBatch:
     """The checks of named dimensions whose size is known only at run time (TensorFlow
     ``None`` dimensions: Keras ``fit``, a ``tf.function`` with such an input signature).
 
@@ -347,8 +368,8 @@ def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
                                                 else backend.axis_size(x, a)
                                                 for a, d in enumerate(shape)))
     if empty or run_time_empty is None:  # a static 0, or every size known somewhere
-        return checked, valid, empty
-    return checked, valid, run_time_empty
+        return CheckedBatch(checked, valid, empty, {})
+    return CheckedBatch(checked, valid, run_time_empty, {})
 
 
 def _cut_or_pad(x: Array, axis: int, target: Any, rows: int, kind: str, backend: Any,

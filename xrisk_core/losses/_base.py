@@ -34,6 +34,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
+import numpy as np
+
 from .. import _validation
 from .._config import Configured
 from .._state import StateTable, allocate_state, axis_size, write_rows
@@ -148,12 +150,31 @@ class Step:
         at run time, is not empty); when false, :meth:`write_rows` writes nothing and
         ``apply`` returns NaN (0 for an empty batch). ``None`` when the values were checked on
         the host (a bad batch raised before the step).
+    host : dict
+        The numpy values of the inputs that were checked on the host (see
+        :class:`xrisk._validation.CheckedBatch`), by input name; empty when traced.
     """
 
-    def __init__(self, backend: Any, xp: Any, valid: Array | None) -> None:
+    def __init__(self, backend: Any, xp: Any, valid: Array | None,
+                 host: Mapping[str, Any] | None = None) -> None:
         self.backend = backend
         self.xp = xp
         self.valid = valid
+        self.host = host or {}
+
+    def distinct(self, name: str) -> bool:
+        """Whether input ``name`` is known to hold no value twice: its values were read on the
+        host (eager CPU arrays) and are all different. ``False`` when unknown (traced or device
+        arrays, where reading them would synchronise) or repeated.
+
+        A loss may then skip the pooling of repeated keys, an O(B^2) pass, on a path that
+        gives exactly the general path's result: the fact changes the cost, never the values.
+        """
+        values = self.host.get(name)
+        if values is None:
+            return False
+        ordered = np.sort(values, axis=None)
+        return not bool(np.any(ordered[1:] == ordered[:-1]))
 
     def stop(self, x: Array) -> Array:
         """The backend's stop-gradient (LibAUC's ``.detach()``)."""
@@ -387,13 +408,13 @@ class LossDefinition(Configured):
                              names=(*names, *(f"state.{f}" for f in state._fields),
                                     *(f"params.{f}" for f in params._fields)))
         xp = backend.namespace
-        checked, valid, empty = _validation.check_inputs(self, backend, bound, xp=xp)
+        checked, valid, empty, host = _validation.check_inputs(self, backend, bound, xp=xp)
         checked = self._widen_half(checked, (*state, *params), xp)
         if empty is True:
             return self._empty_loss(checked, params, xp), state
         # ``empty`` is an array where sizes are known only at run time (the inputs were padded
         # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
-        step = Step(backend, xp, valid if empty is False else valid & ~empty)
+        step = Step(backend, xp, valid if empty is False else valid & ~empty, host)
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
             return loss, new_state

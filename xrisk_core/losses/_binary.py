@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from .._state import axis_size, focus_rows, key_gaps, size_bound
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows", "label_masks"]
+__all__ = ["BinaryLoss", "PositiveGroups", "PositiveRows", "label_masks", "positive_mask"]
 
 Array = Any
 
@@ -26,12 +26,20 @@ def label_masks(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array, Array
     (the multi-label losses pass a label column that way): it is neither positive nor negative
     and ``observed`` is 0 there. The branch is on the dtype, never on values (jit-safe).
     """
+    positive, observed = positive_mask(labels, dtype, xp)
+    if observed is None:
+        return positive, 1 - positive, None
+    return positive, observed - positive, observed
+
+
+def positive_mask(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array | None]:
+    """``(positive, observed)`` of :func:`label_masks`, for losses that need no negative
+    mask (one array operation fewer per step)."""
     values = xp.astype(labels, dtype)
     if not xp.isdtype(labels.dtype, "real floating"):
-        return values, 1 - values, None
+        return values, None
     positive = xp.astype(values == 1, dtype)
-    negative = xp.astype(values == 0, dtype)
-    return positive, negative, positive + negative
+    return positive, positive + xp.astype(values == 0, dtype)
 
 
 class PositiveRows(NamedTuple):
@@ -93,14 +101,21 @@ class PositiveGroups(NamedTuple):
     Positions with the same row have the same column of ``members``, so a group's pooled
     estimate, and a moving average from the row gathered there, are the same values at every
     such position: the rows written for one index are equal.
+
+    Where the batch's index is known to hold no value twice (:meth:`Step.distinct`), every
+    positive is its own group: ``rows`` is the index itself, ``members`` is ``None`` (no
+    pooling) and ``count`` is 1 at positives, 0 elsewhere, so a non-positive position keeps
+    its own row unchanged. The positives' rows and values are those of the general form.
     """
 
     rows: Array
-    members: Array
+    members: Array | None
     count: Array
 
     def pool(self, values: Array, xp: Any) -> Array:
-        """(C, B) group means of ``values`` (C, B) (0 where the batch has no positive)."""
+        """(C, B) group means of ``values`` (C, B), where ``count`` > 0."""
+        if self.members is None:
+            return values
         return values @ self.members / xp.clip(self.count, 1, None)
 
 
@@ -136,6 +151,8 @@ class BinaryLoss(LossDefinition):
         float test (:func:`xrisk._state.key_gaps`) builds ``members``.
         """
         xp = step.xp
+        if step.distinct("index"):  # host-read, no repeat: no groups to build (CPU eager)
+            return PositiveGroups(index, None, positive)
         keep = positive > 0
         # The smallest positive index; the batch's largest index when there is no positive.
         anchor = xp.min(xp.where(keep, index, xp.max(index)))

@@ -26,7 +26,7 @@ from .._state import StateTable, axis_size
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
-from ._binary import BinaryLoss, label_masks
+from ._binary import BinaryLoss, positive_mask
 
 __all__ = ["APLoss", "APState"]
 
@@ -154,7 +154,7 @@ class APLoss(BinaryLoss):
         xp, stop = step.xp, step.stop
         # Floating labels may hold NaN (a missing label of a multi-label column): such an
         # example is left out of every sum, as if it were not in the batch.
-        positive, _, observed = label_masks(labels, scores.dtype, xp)
+        positive, observed = positive_mask(labels, scores.dtype, xp)
         batch = (axis_size(scores, dtype=scores.dtype) if observed is None
                  else xp.clip(xp.sum(observed), 1, None))
 
@@ -177,16 +177,20 @@ class APLoss(BinaryLoss):
         groups = self.positive_groups(step, index, positive)
         pooled = groups.pool(stop(sums) / batch, xp)  # (2, B)
         estimate = xp.matrix_transpose(pooled)  # (B, 2): u_all, u_pos
-        old = _in_dtype(xp.take(state.u, groups.rows, axis=0), scores.dtype, xp)
+        gathered = xp.take(state.u, groups.rows, axis=0)
+        old = _in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
+        if new.dtype != gathered.dtype:
+            # Rows that do not move are written back as gathered: through the scores' dtype
+            # they would lose the digits of a wider table (float64 state, float32 scores).
+            new = xp.where(moved, xp.astype(new, gathered.dtype), gathered)
         # Rows of one index are equal by construction (pooled group rows): no resolution pass.
-        new_state = APState(u=step.write_rows(state.u, groups.rows, new, old,
+        new_state = APState(u=step.write_rows(state.u, groups.rows, new, gathered,
                                               equal_duplicates=True))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
-        stored = new if new.dtype == state.u.dtype else _in_dtype(
-            xp.astype(new, state.u.dtype), scores.dtype, xp)
+        stored = _in_dtype(new, scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
         # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
         # tiny margin or a half-precision dtype underflows it: floor it at the square root of
