@@ -60,6 +60,9 @@ class IndexedDataset:
 
     def check_index(self, index: Any) -> np.ndarray:
         """Return ``index`` as int64 after checking ``0 <= index < len(self)``."""
+        if (isinstance(index, np.ndarray) and index.dtype == np.int64 and index.ndim == 1
+                and index.size and index.min() >= 0 and index.max() < len(self)):
+            return index  # a sampler's batch, as it comes every step: two reductions
         idx = class_labels("IndexedDataset", np.atleast_1d(to_numpy(index)), name="index")
         beyond = idx[idx >= len(self)]
         if beyond.size:
