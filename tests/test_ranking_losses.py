@@ -17,12 +17,15 @@ Cross-backend identity and jit/no-retrace checks run from the cases in tests/_ca
 
 from __future__ import annotations
 
+import functools
 import math
 
 import array_api_compat.numpy as np_xp
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import xrisk
@@ -478,3 +481,62 @@ def test_bad_interaction_under_jax_jit_gives_nan_and_writes_nothing():
     assert np.isnan(float(bad))
     for field, value in kept.items():
         np.testing.assert_array_equal(np.asarray(getattr(new, field)), value)
+
+
+# -- distinct keys: the path without groups --------------------------------------------------
+@settings(max_examples=max(20, settings().max_examples), deadline=None)
+@given(case=st.sampled_from(["listwise", "song", "ksong-theo", "ksong-prac"]),
+       dtypes=st.sampled_from([(torch.float32, torch.float32), (torch.float64, torch.float32),
+                               (torch.float64, torch.float64)]),
+       shape=st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3)),
+       seed=st.integers(0, 2**16))
+def test_distinct_keys_skip_the_groups_and_change_no_value(case, dtypes, shape, seed):
+    """Eager CPU batches whose interactions (and queries) repeat nothing take the path without
+    groups (no B x B test): loss, gradient and new state equal the grouping path's bit for
+    bit, and the rows of masked positions keep their stored values exactly, in a float64
+    state under float32 scores too."""
+    from unittest import mock
+
+    from xrisk.losses import Step
+
+    state_dtype, score_dtype = dtypes
+    queries, positives, negatives = shape
+    rng = np.random.default_rng(seed)
+    num_interactions, num_queries = 30, 8
+    interaction = rng.choice(num_interactions, (queries, positives), replace=False)
+    mask = rng.uniform(size=(queries, positives)) < 0.7
+    inputs = {"interaction": torch.from_numpy(interaction), "mask": torch.from_numpy(mask)}
+    if case == "listwise":
+        build = functools.partial(xt.ListwiseCELoss, num_interactions)
+    else:
+        top_k = None if case == "song" else 2
+        build = functools.partial(xt.NDCGLoss, num_interactions, num_queries, 50, top_k=top_k,
+                                  top_k_version=case.partition("-")[2] or "theo")
+        inputs.update(
+            relevance=torch.from_numpy(rng.integers(0, 5, (queries, positives)).astype(
+                np.float64)).to(score_dtype),
+            query=torch.from_numpy(rng.choice(num_queries, queries, replace=False)),
+            num_relevant=torch.full((queries,), float(positives), dtype=score_dtype),
+            ideal_dcg=torch.from_numpy(rng.uniform(1.0, 5.0, queries)).to(score_dtype))
+    start = {name: rng.uniform(0.5, 2.0, np.shape(value)).astype(value.dtype)
+             for name, value in build(dtype=state_dtype).export_state().items()}
+    scores = rng.normal(size=(queries, positives + negatives))
+    runs = []
+    for grouped in (False, True):
+        loss_fn = build(dtype=state_dtype)
+        loss_fn.load_state(start)
+        s = torch.tensor(scores, dtype=score_dtype, requires_grad=True)
+        patch = (mock.patch.object(Step, "distinct", return_value=False) if grouped else
+                 mock.patch("xrisk.losses.ranking.key_gaps", side_effect=AssertionError))
+        with patch:
+            loss = loss_fn(s, **inputs)
+        (grad,) = torch.autograd.grad(loss, s)
+        runs.append((loss.detach().numpy(), grad.numpy(), loss_fn.export_state()))
+    (loss_a, grad_a, state_a), (loss_b, grad_b, state_b) = runs
+    np.testing.assert_array_equal(loss_a, loss_b)
+    np.testing.assert_array_equal(grad_a, grad_b)
+    for name in state_a:
+        np.testing.assert_array_equal(state_a[name], state_b[name], err_msg=name)
+    untouched = np.ones(num_interactions, bool)
+    untouched[interaction[mask]] = False
+    np.testing.assert_array_equal(state_a["u"][untouched], start["u"][untouched])

@@ -180,6 +180,18 @@ class Step:
         """The backend's stop-gradient (LibAUC's ``.detach()``)."""
         return self.backend.stop_gradient(x)
 
+    def unmoved_as_gathered(self, new: Array, gathered: Array, moved: Array) -> Array:
+        """``new`` rows in the dtype of ``gathered`` (the rows read from the table), with the
+        rows where ``moved`` is false exactly as gathered.
+
+        A loss computes in the scores' dtype; a row it does not move, written back through
+        that dtype, would lose the digits of a wider table (float64 state, float32 scores).
+        ``moved`` broadcasts against the rows. No operation when the dtypes agree.
+        """
+        if new.dtype == gathered.dtype:
+            return new
+        return self.xp.where(moved, self.xp.astype(new, gathered.dtype), gathered)
+
     def write_rows(self, table: Array, index: Array, new: Array, old: Array, *,
                    equal_duplicates: bool = False) -> Array:
         """``table`` with rows ``index`` set to ``new`` — or kept at ``old`` for a bad batch.

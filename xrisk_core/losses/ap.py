@@ -181,10 +181,7 @@ class APLoss(BinaryLoss):
         old = _in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
-        if new.dtype != gathered.dtype:
-            # Rows that do not move are written back as gathered: through the scores' dtype
-            # they would lose the digits of a wider table (float64 state, float32 scores).
-            new = xp.where(moved, xp.astype(new, gathered.dtype), gathered)
+        new = step.unmoved_as_gathered(new, gathered, moved)
         # Rows of one index are equal by construction (pooled group rows): no resolution pass.
         new_state = APState(u=step.write_rows(state.u, groups.rows, new, gathered,
                                               equal_duplicates=True))
