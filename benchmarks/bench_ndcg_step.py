@@ -58,8 +58,8 @@ def make_batches(num_interactions: int, args: argparse.Namespace,
                  ) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
     """``args.steps`` batches of (scores (Q, P + M) float32, the loss's other inputs).
 
-    Distinct queries per batch; uniform interaction ids; relevance 1-5; counts and ideal DCG
-    consistent with ``P`` positives.
+    Distinct queries and distinct interaction ids per batch; relevance 1-5; counts and ideal
+    DCG consistent with ``P`` positives.
     """
     rng = np.random.default_rng(args.seed)
     q, p, m = args.queries, args.positives, args.negatives
@@ -72,14 +72,26 @@ def make_batches(num_interactions: int, args: argparse.Namespace,
         inputs = {
             "relevance": relevance,
             "query": rng.choice(NUM_QUERIES, q, replace=False).astype(np.int64),
-            # Uniform ids (repeats are pooled by the loss); rng.choice without replacement
-            # would allocate O(num_interactions) here and blur the memory figures.
-            "interaction": rng.integers(0, num_interactions, size=(q, p)),
+            "interaction": distinct_ids(rng, num_interactions, (q, p)),
             "num_relevant": np.full(q, float(p), np.float32),
             "ideal_dcg": ideal.astype(np.float32),
         }
         batches.append((scores, inputs))
     return batches
+
+
+def distinct_ids(rng: np.random.Generator, bound: int, shape: tuple[int, int]) -> np.ndarray:
+    """Uniform ids in [0, bound), no id twice, as a TriSampler batch holds each interaction
+    once (distinct queries, each positive drawn once); O(size) memory (a permutation of
+    ``bound`` ids would blur the memory figures). Eager torch takes the loss's path for
+    distinct keys (no B x B pooling), JAX and TensorFlow compiled steps the general one."""
+    size = shape[0] * shape[1]
+    if size > bound:
+        raise ValueError(f"{size} distinct ids asked of {bound}; expected at most {bound}")
+    ids = np.unique(rng.integers(0, bound, size))
+    while ids.size < size:
+        ids = np.unique(np.concatenate([ids, rng.integers(0, bound, size - ids.size)]))
+    return rng.permutation(ids).reshape(shape)
 
 
 def loss_options(num_interactions: int, args: argparse.Namespace) -> dict[str, Any]:
