@@ -605,3 +605,14 @@ def test_libauc_argument_names_get_the_xrisk_spelling(build, match):
     y = binary(10, 50)
     with pytest.raises(TypeError, match=match):
         build(y, _LibAUCStyleDataset(y))
+
+
+@given(values=st.lists(st.integers(0, 40), max_size=300),
+       items=st.lists(st.integers(0, 40), max_size=300))
+def test_cycle_boundary_membership_equals_isin(values, items):
+    """The broadcast membership test of small draws (sampler epochs cross cycle boundaries
+    with it) answers exactly what np.isin answers, on both sides of its size switch."""
+    from xrisk.samplers._base import _member
+
+    values, items = np.asarray(values, np.int64), np.asarray(items, np.int64)
+    np.testing.assert_array_equal(_member(values, items), np.isin(values, items))
