@@ -192,3 +192,34 @@ def test_keys_beyond_float32_precision_stay_distinct(framework, keys, negatives)
     assert_array_equal(gaps == 0, same)
     assert np.all(gaps[~same] >= 1)
     assert_array_equal(last, [np.flatnonzero(keys == k).max() for k in keys])
+
+
+def _pauc_losses():
+    yield from (xrisk.LOSSES[name](5) for name in (
+        "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss"))
+    yield from (xrisk.LOSSES["MultiLabelpAUCLoss"](2, 5, mode=mode)
+                for mode in ("SOPA", "SOPAs", "SOTAs", "STACO"))
+
+
+@pytest.mark.parametrize("definition", list(_pauc_losses()), ids=repr)
+def test_pauc_state_does_not_depend_on_the_scatter_order(monkeypatch, definition):
+    """The pAUC family writes rows equal for every position of one index (duplicate
+    positives pool, negatives repeat their anchor's row), so it skips the O(B^2) search for
+    last positions: the table under the adversarial first-wins scatter equals the ordinary
+    one over steps with duplicate positives and indices shared by positives and negatives."""
+    multi = len(definition.inputs()[0].shape) == 2
+
+    def run():
+        state = definition.init(xp=xp, dtype=xp.float64)
+        for scores, labels, index in _duplicate_batches(7):
+            if multi:
+                scores = np.stack([scores, scores[::-1]], axis=1)
+                labels = np.stack([labels, labels[::-1]], axis=1)
+            _, state = definition.apply(state, scores, labels, index)
+            yield {k: np.asarray(v) for k, v in state._asdict().items()}
+
+    ordinary = list(run())
+    monkeypatch.setattr(NUMPY, "write_rows", _first_write_wins)
+    for got, want in zip(run(), ordinary, strict=True):
+        for name in want:
+            assert_array_equal(got[name], want[name], err_msg=name)

@@ -92,11 +92,16 @@ class _PairwiseLoss(BinaryLoss):
     def _write(step: Step, table: Array, rows: PositiveRows, pairs: _Pairs, new: Array,
                old: Array) -> tuple[Array, Array]:
         """Write the positives' new rows (none for a batch without pairs); return the table
-        and the rows as stored (in the table's dtype, cast back), which the weights use."""
+        and the rows as stored (in the table's dtype, cast back), which the weights use.
+
+        The rows of one index are equal (duplicate positives pool their estimates; negatives
+        repeat their anchor positive's row), so the write skips the O(B^2) search for the
+        last position of each index (``tests/test_duplicate_rule.py`` checks it under an
+        adversarial scatter order)."""
         xp = step.xp
         new = rows.spread(xp.where(pairs.keep, new, old), old, pairs.positive, xp)
         stored = xp.astype(xp.astype(new, table.dtype), old.dtype)
-        return step.write_rows(table, rows.rows, new, old), stored
+        return step.write_rows(table, rows.rows, new, old, equal_duplicates=True), stored
 
     @staticmethod
     def _mean_over_pairs(xp: Any, weights: Array, pairs: _Pairs) -> Array:
