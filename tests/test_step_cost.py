@@ -133,17 +133,19 @@ def test_positive_groups_give_equal_rows_to_equal_indices(labels, data):
                 assert_array_equal(pooled[:, i], pooled[:, j])
 
 
-@settings(max_examples=max(20, settings().max_examples), deadline=None)
-@given(labels=st.lists(st.integers(0, 1), min_size=1, max_size=16),
+@settings(max_examples=max(30, settings().max_examples), deadline=None)
+@given(name=st.sampled_from(["APLoss", "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss",
+                             "tpAUC_CVaR_Loss"]),
+       labels=st.lists(st.integers(0, 1), min_size=1, max_size=16),
        dtypes=st.sampled_from([(torch.float32, torch.float32), (torch.float64, torch.float32),
                                (torch.float64, torch.float64)]),
        seed=st.integers(0, 2**16))
-def test_a_distinct_index_skips_the_groups_and_changes_no_value(labels, dtypes, seed):
+def test_a_distinct_index_skips_the_groups_and_changes_no_value(name, labels, dtypes, seed):
     """An eager CPU batch whose index holds no value twice takes the path without groups
-    (no B x B test); loss, gradient and new state equal the grouping path's bit for bit, and
-    a row that no positive of the batch holds keeps its value exactly, in a state wider than
-    the scores too (float64 state, float32 scores: written back through float32 it lost its
-    last digits)."""
+    (no B x B test) in AP and the pAUC family; loss, gradient and new state equal the
+    grouping path's bit for bit, and a row that no positive of the batch holds keeps its
+    value exactly, in a state wider than the scores too (float64 state, float32 scores:
+    written back through float32 it lost its last digits)."""
     from unittest import mock
 
     state_dtype, score_dtype = dtypes
@@ -151,28 +153,30 @@ def test_a_distinct_index_skips_the_groups_and_changes_no_value(labels, dtypes, 
     num_samples, batch = 40, len(labels)
     index = torch.from_numpy(rng.choice(num_samples, batch, replace=False))
     labels = torch.tensor(labels)
-    start = {"u": rng.uniform(0.1, 2.0, (num_samples, 2)).astype(
-        np.float64 if state_dtype == torch.float64 else np.float32)}
+    build = getattr(xr, name)
+    start = {key: rng.uniform(0.1, 2.0, np.shape(value)).astype(value.dtype)
+             for key, value in build(num_samples, dtype=state_dtype).export_state().items()}
+    scores = rng.uniform(size=batch)
     runs = []
     for grouped in (False, True):
-        loss_fn = xr.APLoss(num_samples, dtype=state_dtype)
+        loss_fn = build(num_samples, dtype=state_dtype)
         loss_fn.load_state(start)
-        scores = torch.from_numpy(rng.uniform(size=batch) if not runs else runs[0][3])
-        scores = scores.to(score_dtype).requires_grad_(True)
+        s = torch.tensor(scores, dtype=score_dtype, requires_grad=True)
         patch = (mock.patch.object(Step, "distinct", return_value=False) if grouped else
                  mock.patch("xrisk.losses._binary.key_gaps", side_effect=AssertionError))
         with patch:
-            loss = loss_fn(scores, labels, index)
-        (grad,) = torch.autograd.grad(loss, scores)
-        runs.append((loss.detach().numpy(), grad.numpy(), loss_fn.export_state()["u"],
-                     scores.detach().double().numpy()))
-    (loss_a, grad_a, u_a, _), (loss_b, grad_b, u_b, _) = runs
+            loss = loss_fn(s, labels, index)
+        (grad,) = torch.autograd.grad(loss, s)
+        runs.append((loss.detach().numpy(), grad.numpy(), loss_fn.export_state()))
+    (loss_a, grad_a, state_a), (loss_b, grad_b, state_b) = runs
     assert_array_equal(loss_a, loss_b)
     assert_array_equal(grad_a, grad_b)
-    assert_array_equal(u_a, u_b)
     untouched = np.ones(num_samples, bool)
     untouched[index.numpy()[labels.numpy() == 1]] = False
-    assert_array_equal(u_a[untouched], start["u"][untouched])
+    for key, table in state_a.items():
+        assert_array_equal(table, state_b[key], err_msg=key)
+        if table.shape[:1] == (num_samples,):  # per-sample rows (not a global entry)
+            assert_array_equal(table[untouched], start[key][untouched], err_msg=key)
 
 
 def test_step_distinct_is_known_only_from_host_values():

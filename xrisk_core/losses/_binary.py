@@ -51,17 +51,16 @@ class PositiveRows(NamedTuple):
     positives with one dataset index, 0 elsewhere (symmetric; all-zero rows and columns for
     negatives); ``count`` (B,) its row sums floored at 1 (a positive's number of duplicates
     in the batch, itself included).
+
+    Where the batch's index is known to hold no value twice (:meth:`Step.distinct`), no
+    positive has a duplicate: ``same`` is ``None`` and ``count`` is 1 at positives, 0
+    elsewhere. :meth:`pool` and :meth:`max` give the same values either way.
     """
 
     rows: Array
     anchor: Array
-    same: Array
+    same: Array | None
     count: Array
-
-    @property
-    def pooling(self) -> Array:
-        """(B, B) averaging matrix: row i is ``same[i] / count[i]`` (all-zero for negatives)."""
-        return self.same / self.count[:, None]
 
     def pool(self, values: Array, xp: Any) -> Array:
         """Per-position mean of ``values`` (B,) or (B, C) over each positive's duplicates
@@ -70,12 +69,23 @@ class PositiveRows(NamedTuple):
         Computed as (C, B) @ (B, B) products, ``same`` being symmetric: the (B, B) @ (B, C)
         product with a small C takes a path of CPU BLAS several times slower.
         """
+        if self.same is None:
+            kept = self.count > 0
+            kept = kept if len(values.shape) == 1 else xp.expand_dims(kept, 1)
+            return xp.where(kept, values, xp.zeros_like(values))
         if len(values.shape) == 1:
             return xp.reshape(xp.expand_dims(values, 0) @ self.same, (-1,)) / self.count
         width = values.shape[1]
         columns = xp.stack([values[:, k] for k in range(width)], axis=0) @ self.same
         return (xp.stack([columns[k, :] for k in range(width)], axis=1)
                 / xp.expand_dims(self.count, 1))
+
+    def max(self, values: Array, low: Any, xp: Any) -> Array:
+        """Per-position maximum of ``values`` (B,) over each positive's duplicates (``low``
+        at negatives)."""
+        if self.same is None:
+            return xp.where(self.count > 0, values, low)
+        return xp.max(xp.where(self.same > 0, xp.expand_dims(values, 0), low), axis=1)
 
     def spread(self, new: Array, old: Array, positive: Array, xp: Any) -> Array:
         """Rows to write: ``new`` at positives, ``old`` elsewhere, and every non-positive
@@ -170,6 +180,8 @@ class BinaryLoss(LossDefinition):
         xp = step.xp
         keep = positive > 0
         rows, anchor = focus_rows(index, keep, xp=xp)
+        if step.distinct("index"):  # host-read, no repeat: no duplicates to pool (CPU eager)
+            return PositiveRows(rows, anchor, None, positive)
         # Keys: the dataset index at positives; elsewhere a negative number that no key on
         # the other axis has (rows -1 - i, columns -1 - B - j), so that one float test
         # (key_gaps) gives "both positive, one dataset index" without mask products.

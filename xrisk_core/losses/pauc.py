@@ -99,8 +99,14 @@ class _PairwiseLoss(BinaryLoss):
         last position of each index (``tests/test_duplicate_rule.py`` checks it under an
         adversarial scatter order)."""
         xp = step.xp
+        dtype = old.dtype
         new = rows.spread(xp.where(pairs.keep, new, old), old, pairs.positive, xp)
-        stored = xp.astype(xp.astype(new, table.dtype), old.dtype)
+        if new.dtype != table.dtype:
+            # A batch without pairs writes its rows back as stored, not through the scores'
+            # dtype (which would cut the digits of a float64 table under float32 scores).
+            old = xp.take(table, rows.rows, axis=0)
+            new = step.unmoved_as_gathered(new, old, pairs.keep)
+        stored = xp.astype(new, dtype)
         return step.write_rows(table, rows.rows, new, old, equal_duplicates=True), stored
 
     @staticmethod
@@ -135,7 +141,7 @@ def _kl_rows(xp: Any, rows: PositiveRows, old: Array, z: Array, pairs: _Pairs,
     are the gathered rows, ``z`` (B, B) the detached exponents."""
     low = xp.min(z)  # a finite fill below every pair's z, for the masked maxima
     largest = xp.max(xp.where(pairs.mask > 0, z, low), axis=1)
-    largest = xp.max(xp.where(rows.pooling > 0, xp.expand_dims(largest, 0), low), axis=1)
+    largest = rows.max(largest, low, xp)
     shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, gamma)
     exponent = xp.where(pairs.mask > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
     fresh = xp.sum(xp.exp(exponent) * pairs.mask, axis=1) / pairs.num_neg  # each <= 1
