@@ -158,7 +158,10 @@ class BinaryLoss(LossDefinition):
         """The batch's positives grouped by dataset index (see :class:`PositiveGroups`).
 
         About 10 array operations: a reduction picks the anchor group (no gather), one
-        float test (:func:`xrisk._state.key_gaps`) builds ``members``.
+        float test (:func:`xrisk._state.key_gaps`) builds ``members``; none where the batch's
+        ``index`` input is known to repeat nothing (:meth:`Step.distinct`). ``index`` is that
+        input or an injective function of it (the multi-label losses shift it per label), so
+        its values repeat nothing either.
         """
         xp = step.xp
         if step.distinct("index"):  # host-read, no repeat: no groups to build (CPU eager)
@@ -176,7 +179,8 @@ class BinaryLoss(LossDefinition):
         return PositiveGroups(rows, members, xp.sum(members, axis=0))
 
     def positive_rows(self, step: Step, index: Array, positive: Array) -> PositiveRows:
-        """The rows of the positives of a batch (see :class:`PositiveRows`)."""
+        """The rows of the positives of a batch (see :class:`PositiveRows`); ``index`` is the
+        ``index`` input or an injective function of it, as in :meth:`positive_groups`."""
         xp = step.xp
         keep = positive > 0
         rows, anchor = focus_rows(index, keep, xp=xp)
