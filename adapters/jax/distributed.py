@@ -6,16 +6,29 @@ replicated (:func:`replicate`), and ``jax.jit`` the usual step: XLA computes the
 global batch, so every number equals one device's run on that batch, and the state stays
 donated. Nothing in the step changes with the number of devices.
 
->>> import jax, xrisk.jax as xr                                           # doctest: +SKIP
->>> from xrisk.jax import distributed as xd                               # doctest: +SKIP
->>> mesh = jax.make_mesh((jax.device_count(),), ("data",),               # doctest: +SKIP
+>>> import jax, jax.numpy as jnp, numpy as np
+>>> import xrisk.jax as xr
+>>> from xrisk.jax import distributed as xd
+>>> labels = np.array([1.0, 0.0, 0.0, 0.0] * 32)
+>>> loss_fn = xr.APLoss(num_samples=len(labels))
+>>> params = jnp.zeros(30)
+>>> def train_step(params, state, batch):
+...     def objective(params):
+...         scores = jax.nn.sigmoid(batch["x"] @ params)
+...         return loss_fn.apply(state, scores, batch["labels"], batch["index"])
+...     (loss, state), grads = jax.value_and_grad(objective, has_aux=True)(params)
+...     return params - 0.1 * grads, state, loss
+>>> sampler = xr.DualSampler(labels, 64, sampling_rate=0.5)
+>>> batches = ((np.ones((len(i), 30), np.float32), labels[i], i) for i in sampler)
+>>> mesh = jax.make_mesh((jax.device_count(),), ("data",),
 ...                      axis_types=(jax.sharding.AxisType.Auto,))
->>> loss_fn = xr.APLoss(num_samples=len(labels))                          # doctest: +SKIP
->>> state, params = xd.replicate((loss_fn.init(), params), mesh)         # doctest: +SKIP
->>> step = jax.jit(train_step, donate_argnums=(0, 1))                      # doctest: +SKIP
->>> for x, y, index in batches:  # the global batch, e.g. DualSampler(...)  # doctest: +SKIP
+>>> state, params = xd.replicate((loss_fn.init(), params), mesh)
+>>> step = jax.jit(train_step, donate_argnums=(0, 1))
+>>> for x, y, index in batches:  # the global batch (here: one epoch)
 ...     batch = xd.shard_batch(loss_fn, {"x": x, "labels": y, "index": index}, mesh)
 ...     params, state, loss = step(params, state, batch)
+>>> bool(jnp.isfinite(loss))
+True
 
 Block on each step's result on a host with few cores (``jax.block_until_ready``):
 asynchronous dispatch of many steps of cross-device collectives can time out there.

@@ -1,8 +1,17 @@
 """xrisk for TensorFlow: ``tf.Module`` losses and optimizers for ``GradientTape`` loops.
 
->>> import xrisk.tensorflow as xr                                  # doctest: +SKIP
->>> loss_fn = xr.APLoss(num_samples=len(x_train))                  # doctest: +SKIP
->>> optimizer = xr.SOAP(model.trainable_variables, lr=1e-3)        # doctest: +SKIP
+>>> import tensorflow as tf
+>>> import xrisk.tensorflow as xr
+>>> w = tf.Variable(tf.zeros([30]))
+>>> loss_fn = xr.APLoss(num_samples=100)                   # one state row per sample
+>>> optimizer = xr.SOAP([w], learning_rate=1e-3)
+>>> x = tf.random.normal([8, 30])
+>>> with tf.GradientTape() as tape:
+...     loss = loss_fn(tf.sigmoid(tf.linalg.matvec(x, w)), tf.constant([1.0, 0.0] * 4),
+...                    tf.range(8))                          # rows 0..7
+>>> _ = optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+>>> bool(tf.math.is_finite(loss))
+True
 
 Same class names and constructor signatures as ``xrisk.torch`` and ``xrisk.jax``.
 """

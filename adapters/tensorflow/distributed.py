@@ -9,9 +9,22 @@ into the global batch (with its static size restored), the unchanged loss runs o
 gradients, so the model's and the loss's auxiliaries' gradients are those of one process on
 the global batch.
 
+>>> import keras
+>>> import tensorflow as tf
+>>> import xrisk.tensorflow as xr
+>>> from xrisk.tensorflow import distributed as xd
+>>> def make_model():
+...     return keras.Sequential([keras.Input((30,)), keras.layers.Dense(1)])
+>>> n = 1000  # samples in the data set: one state row each
+
+Building the strategy and running the step need several replicas (GPUs or a configured CPU
+cluster), which a doctest does not set up, so these lines are skipped here (the test suite runs
+the same recipe on two replicas):
+
 >>> strategy = tf.distribute.MirroredStrategy()                          # doctest: +SKIP
 >>> with strategy.scope():                                               # doctest: +SKIP
 ...     model, loss_fn = make_model(), xr.APLoss(num_samples=n)
+...     optimizer = xr.SOAP(model.trainable_variables, learning_rate=1e-3)
 >>> @tf.function                                                          # doctest: +SKIP
 ... def step(x, y, index):  # this replica's part of the batch
 ...     def replica(x, y, index):

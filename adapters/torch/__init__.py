@@ -1,8 +1,15 @@
 """xrisk for PyTorch: ``nn.Module`` losses and ``torch.optim.Optimizer`` subclasses.
 
->>> import xrisk.torch as xr                                       # doctest: +SKIP
->>> loss_fn = xr.APLoss(num_samples=len(dataset))                  # doctest: +SKIP
->>> optimizer = xr.SOAP(model.parameters(), lr=1e-3)               # doctest: +SKIP
+>>> import torch
+>>> import xrisk.torch as xr
+>>> model = torch.nn.Linear(30, 1)
+>>> loss_fn = xr.APLoss(num_samples=100)                   # one state row per sample
+>>> optimizer = xr.SOAP(model.parameters(), learning_rate=1e-3)
+>>> scores = torch.sigmoid(model(torch.randn(8, 30)))[:, 0]
+>>> loss = loss_fn(scores, torch.tensor([1.0, 0.0] * 4), torch.arange(8))  # rows 0..7
+>>> optimizer.zero_grad(); loss.backward(); optimizer.step()
+>>> bool(torch.isfinite(loss))
+True
 
 Porting to JAX or TensorFlow changes only the import: ``xrisk.jax`` and ``xrisk.tensorflow``
 export the same names with the same constructor signatures.

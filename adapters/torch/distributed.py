@@ -8,11 +8,24 @@ the ranks' identical gradients (a reduce-scatter) and DDP's mean over ranks divi
 back, so the parameters follow the single-process run on the global batch. Indices travel as
 integers, gathered in their own dtype.
 
->>> import torch.distributed as dist                                      # doctest: +SKIP
->>> import xrisk.torch as xr                                              # doctest: +SKIP
->>> from xrisk.torch.distributed import gather_batch                      # doctest: +SKIP
+Set-up (runs anywhere):
+
+>>> import torch
+>>> import torch.distributed as dist
+>>> from torch.utils.data import DataLoader
+>>> import xrisk.torch as xr
+>>> from xrisk.torch.distributed import gather_batch
+>>> labels = torch.tensor([1.0, 0.0, 0.0, 0.0] * 32)
+>>> dataset = xr.IndexedDataset(torch.randn(128, 30), labels)
+>>> net = torch.nn.Linear(30, 1)
+>>> loss_fn = xr.APLoss(num_samples=len(dataset))
+>>> optimizer = xr.SOAP(net.parameters(), learning_rate=1e-3)
+
+The training loop needs a process group of several ranks (``torchrun``), which a doctest does
+not start, so these lines are skipped here (the test suite runs the same recipe on two ranks):
+
+>>> dist.init_process_group("gloo")                                      # doctest: +SKIP
 >>> model = torch.nn.parallel.DistributedDataParallel(net)                # doctest: +SKIP
->>> loss_fn = xr.APLoss(num_samples=len(dataset))                         # doctest: +SKIP
 >>> sampler = xr.DualSampler(labels, 64, sampling_rate=0.5).shard(        # doctest: +SKIP
 ...     dist.get_rank(), dist.get_world_size())  # each rank: 32 of the global 64
 >>> for x, y, index in DataLoader(dataset, batch_sampler=sampler):       # doctest: +SKIP
