@@ -8,6 +8,8 @@ once, so every framework behaves the same.
 from __future__ import annotations
 
 import inspect
+import json
+import math
 import re
 import warnings
 from collections.abc import Mapping
@@ -15,12 +17,20 @@ from typing import Any
 
 import numpy as np
 
+from ._domain import Domain
 from ._inputs import preview, to_numpy
 from ._validation import StateCastWarning
 from .losses import LossDefinition
 
-__all__ = ["DTYPE_NAMES", "dtype_name", "checked_state_arrays", "LossContainer",
-           "definition_attribute", "refuse_assignment", "compose_doc"]
+__all__ = ["DTYPE_NAMES", "dtype_name", "METADATA_KEY", "STATE_FORMAT", "state_metadata",
+           "exported_state", "entry_domains", "stored_domain", "checked_state_arrays",
+           "LossContainer", "definition_attribute", "refuse_assignment", "compose_doc"]
+
+#: The key of an export's metadata entry: a uint8 array of UTF-8 JSON (an array, so that
+#: ``np.savez`` without pickle, safetensors and every framework store it like the others).
+METADATA_KEY = "__xrisk__"
+#: The checkpoint format this version writes and reads (exports without metadata: format 0).
+STATE_FORMAT = 1
 
 #: Float dtypes a loss state may use, by name.
 DTYPE_NAMES = ("float32", "float64")
@@ -38,16 +48,52 @@ def dtype_name(owner: str, dtype: Any) -> str:
     return text
 
 
+def state_metadata(definition: LossDefinition) -> dict[str, Any]:
+    """What an export of ``definition`` says about itself: ``{"format": STATE_FORMAT,
+    "loss": its name, "hyper_parameters": its state_meaning()}`` (JSON values).
+
+    >>> import xrisk
+    >>> state_metadata(xrisk.pAUC_DRO_Loss(num_samples=10, lam=0.5))
+    {'format': 1, 'loss': 'pAUC_DRO_Loss', 'hyper_parameters': {'lam': 0.5}}
+    """
+    meaning = json.loads(json.dumps(definition.state_meaning()))  # tuples read as lists
+    return {"format": STATE_FORMAT, "loss": definition.name, "hyper_parameters": meaning}
+
+
+def exported_state(definition: LossDefinition,
+                   arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """An export: the numpy arrays of every entry plus the metadata entry
+    (:data:`METADATA_KEY`, :func:`state_metadata` as a uint8 array of UTF-8 JSON)."""
+    text = json.dumps(state_metadata(definition), sort_keys=True)
+    return {**arrays, METADATA_KEY: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()}
+
+
+def entry_domains(definition: LossDefinition) -> dict[str, Domain | tuple[Domain, ...]]:
+    """The declared domain of every entry of an export, by name: each state table's
+    ``StateTable.domain`` and each auxiliary's bounds, ``[lower, upper]``."""
+    out: dict[str, Domain | tuple[Domain, ...]] = {
+        name: table.domain for name, table in definition.state_tables().items()}
+    for name, aux in definition.auxiliaries().items():
+        out[name] = Domain(-math.inf if aux.lower is None else aux.lower,
+                           math.inf if aux.upper is None else aux.upper)
+    return out
+
+
 def checked_state_arrays(
     definition: LossDefinition, arrays: Mapping[str, Any],
-    dtypes: Mapping[str, str] | None = None,
+    dtypes: Mapping[str, str] | None = None, *, reinterpret: bool = False,
 ) -> dict[str, np.ndarray]:
     """Validate an exported state dict against ``definition``; return the arrays to load.
 
-    Old layouts are converted first (:meth:`LossDefinition.upgrade_state`). Every entry must
-    have its declared shape, real finite values (integers for ``int`` tables, within their
-    range), and trainable auxiliaries must lie inside their declared bounds
-    (``Auxiliary.lower`` / ``upper``). Nothing is loaded unless every array fits.
+    First the metadata (:data:`METADATA_KEY`): the export must be of this loss and of the
+    same meaning-giving hyper-parameters (:meth:`LossDefinition.state_meaning`), in a format
+    this version reads. An export without metadata (format 0, before xrisk recorded it) loads
+    where its layout names one loss: not where the keys and row shapes are those of several
+    losses (APLoss's ``u`` (N, 2) is also pAUC_DRO_Loss's, GlobalContrastiveLoss's, ...).
+    Then old layouts are converted (:meth:`LossDefinition.upgrade_state`). Every entry must
+    have its declared shape, real values inside its declared domain (:func:`entry_domains`,
+    checked in the target dtype: integers for ``int`` tables, flags in {0, 1}, weights in
+    (0, 1], bounds of auxiliaries, ...). Nothing is loaded unless every array fits.
 
     Parameters
     ----------
@@ -58,20 +104,29 @@ def checked_state_arrays(
         The target dtype of every entry by name (``"float32"``, ``"float64"``, ``"bfloat16"``,
         ``"int32"``, ...); the arrays come back in it, or as float32 for ``bfloat16``, which
         numpy lacks (the framework casts, exactly). ``None`` keeps the exported dtypes.
+    reinterpret : bool, default False
+        Load the arrays as this loss's state whatever loss and hyper-parameters the metadata
+        names, or when there is none: the deliberate load of another loss's export (a
+        one-label multi-label state into the single-label loss, a state kept across a change
+        of temperature) or of arrays made by hand. Keys, shapes and domains are still checked;
+        an unknown format still raises.
 
     Returns
     -------
     dict of str to numpy.ndarray
-        Fresh, writable, C-contiguous arrays (frameworks may take them without a copy).
+        Fresh, writable, C-contiguous arrays (frameworks may take them without a copy), the
+        metadata left out.
 
     Raises
     ------
     TypeError
         ``arrays`` is not a mapping, or an entry is not numeric.
     ValueError
-        Missing or unexpected keys, a wrong shape (naming the size the export holds), complex,
-        NaN or infinite values, floats or out-of-range integers for an integer entry, values
-        outside an auxiliary's bounds, values that overflow the target dtype.
+        An export of another loss, of other meaning-giving hyper-parameters or of an unknown
+        format, unreadable metadata, an ambiguous export without metadata; missing or
+        unexpected keys, a wrong shape (naming the size the export holds), complex, NaN or
+        infinite values, floats or out-of-range integers for an integer entry, values outside
+        an entry's domain, values that overflow the target dtype.
 
     Warns
     -----
@@ -85,6 +140,13 @@ def checked_state_arrays(
             f"{owner}: load_state received a {type(arrays).__name__}; expected a dict of "
             "arrays. Fix: pass the dict returned by export_state() (e.g. dict(np.load(path)))."
         )
+    arrays = dict(arrays)
+    metadata = _read_metadata(owner, arrays.pop(METADATA_KEY, None))
+    if not reinterpret:
+        if metadata is None:
+            _check_unambiguous(definition, arrays)
+        else:
+            _check_same_meaning(definition, metadata)
     arrays = definition.upgrade_state(arrays)
     shapes = definition.state_shapes()
     missing = sorted(set(shapes) - set(arrays))
@@ -95,7 +157,7 @@ def checked_state_arrays(
             f"expected exactly {sorted(shapes)}. Fix: pass the dict from export_state() of "
             "a loss built with the same arguments."
         )
-    tables, auxiliaries = definition.state_tables(), definition.auxiliaries()
+    tables, domains = definition.state_tables(), entry_domains(definition)
     out, narrowed = {}, []
     for name, shape in shapes.items():
         value = to_numpy(arrays[name])
@@ -114,9 +176,7 @@ def checked_state_arrays(
             value = _as_floats(owner, name, value, target)
             if _FLOAT_BITS.get(source, 0) > _FLOAT_BITS.get(target, 64):
                 narrowed.append(f"{name} ({source} -> {target})")
-        aux = auxiliaries.get(name)
-        if aux is not None:
-            _check_bounds(owner, name, value, aux)
+        _check_domain(owner, name, value, domains[name], widen=not integer)
         out[name] = value
     if narrowed:
         warnings.warn(
@@ -207,16 +267,151 @@ def _check_finite(owner: str, name: str, value: np.ndarray, after: str) -> None:
         )
 
 
-def _check_bounds(owner: str, name: str, value: np.ndarray, aux: Any) -> None:
-    low = -np.inf if aux.lower is None else aux.lower
-    high = np.inf if aux.upper is None else aux.upper
-    outside = value[(value < low) | (value > high)]
-    if outside.size:
+def _read_metadata(owner: str, entry: Any) -> dict[str, Any] | None:
+    """The metadata of an export (``None`` without): a JSON object with a known format.
+    Taken as the uint8 array :func:`exported_state` writes, or as text (a str, bytes or a
+    0-d string array: safetensors keeps metadata as strings)."""
+    if entry is None:
+        return None
+    fix = (f"Fix: pass the dict export_state() returned, with its {METADATA_KEY!r} entry as it "
+           "was saved (np.savez keeps it; for safetensors, store it as a uint8 tensor or as "
+           "metadata text).")
+    try:
+        if isinstance(entry, bytes | str):
+            text = entry if isinstance(entry, str) else entry.decode("utf-8")
+        else:
+            array = to_numpy(entry)
+            if array.dtype.kind in "US" and array.ndim == 0:
+                item = array.item()
+                text = item if isinstance(item, str) else item.decode("utf-8")
+            elif array.dtype == np.uint8 and array.ndim == 1:
+                text = array.tobytes().decode("utf-8")
+            else:
+                raise ValueError(f"a {array.dtype} array of shape {array.shape}")
+        metadata = json.loads(text)
+    except (ValueError, TypeError, UnicodeDecodeError) as error:
         raise ValueError(
-            f"{owner}: state[{name!r}] = {preview(outside)} lies outside its bounds "
-            f"[{low}, {high}]; expected a value the optimizer's projection keeps. Fix: load "
-            f"an export of this loss, or clip it, np.clip({name}, {low}, {high})."
-        )
+            f"{owner}: the export's {METADATA_KEY!r} entry cannot be read ({error}); expected "
+            f"the UTF-8 JSON metadata export_state() writes. {fix}") from None
+    if not isinstance(metadata, dict) or not {"format", "loss", "hyper_parameters"} <= set(
+            metadata):
+        raise ValueError(
+            f"{owner}: the export's {METADATA_KEY!r} entry is {preview([metadata])}; expected "
+            f"a JSON object with 'format', 'loss' and 'hyper_parameters'. {fix}")
+    if metadata["format"] != STATE_FORMAT:
+        raise ValueError(
+            f"{owner}: the export has checkpoint format {metadata['format']!r}; expected format "
+            f"{STATE_FORMAT}, the one this version of xrisk reads. Fix: load it with the "
+            "xrisk version that wrote it, or upgrade xrisk.")
+    return metadata
+
+
+def _check_same_meaning(definition: LossDefinition, metadata: dict[str, Any]) -> None:
+    """Raise unless the export is of this loss with the same meaning-giving values."""
+    expected = state_metadata(definition)
+    if (metadata["loss"], metadata["hyper_parameters"]) == (expected["loss"],
+                                                           expected["hyper_parameters"]):
+        return
+    what = ("another loss" if metadata["loss"] != expected["loss"]
+            else "other meaning-giving hyper-parameters")
+    raise ValueError(
+        f"{definition.name}: load_state received an export of {_described(metadata)} "
+        f"({what}); expected one of {_described(expected)}: its arrays mean something else "
+        f"in this loss. Fix: load it into a loss built like the exported one "
+        f"({_described(metadata)}), or pass reinterpret=True to load its arrays as this "
+        "loss's state on purpose.")
+
+
+def _described(metadata: dict[str, Any]) -> str:
+    """``"pAUC_DRO_Loss(lam=1.0)"``: a loss and its meaning-giving hyper-parameters."""
+    values = metadata["hyper_parameters"]
+    pairs = values.items() if isinstance(values, dict) else [("hyper_parameters", values)]
+    return f"{metadata['loss']}({', '.join(f'{k}={v!r}' for k, v in pairs)})"
+
+
+#: Layouts that several losses exported alike before exports named their loss (format 0):
+#: the keys and row shapes of every entry, as :func:`_layout` gives them. An export without
+#: metadata in one of them may be any of those losses, so it loads only with
+#: ``reinterpret=True``; every other layout names one loss. The losses of format 0 are a
+#: closed set, so this table is final (tests/test_state_domains_fuzz.py rebuilds it).
+FORMAT_0_SHARED_LAYOUTS: dict[frozenset[tuple[str, str, tuple[int, ...]]], tuple[str, ...]] = {
+    frozenset({("u", "rows", (2,))}): (
+        "APLoss", "GlobalContrastiveLoss", "ListwiseCELoss", "MultiLabelpAUCLoss",
+        "meanAveragePrecisionLoss", "pAUC_DRO_Loss"),
+    frozenset({("threshold", "rows", ())}): ("MultiLabelpAUCLoss", "pAUC_CVaR_Loss"),
+}
+
+
+def _layout(definition: LossDefinition) -> frozenset[tuple[str, str, tuple[int, ...]]]:
+    """Every entry as ``(name, "rows", row shape)`` (a keyed table: its row count depends
+    on sizes) or ``(name, "global", shape)``."""
+    tables = definition.state_tables()
+    return frozenset(
+        (name, "rows", tables[name].row) if name in tables and tables[name].keys is not None
+        else (name, "global", shape) for name, shape in definition.state_shapes().items())
+
+
+def _check_unambiguous(definition: LossDefinition, arrays: Mapping[str, Any]) -> None:
+    """Raise if an export without metadata, in this loss's own layout, may be another's."""
+    losses = FORMAT_0_SHARED_LAYOUTS.get(_layout(definition))
+    if losses is None or set(arrays) != set(definition.state_shapes()):
+        return  # a layout of one loss (or another one: the key check reports it)
+    others = [name for name in losses if name != definition.name]
+    raise ValueError(
+        f"{definition.name}: load_state received arrays {sorted(arrays)} without the "
+        f"{METADATA_KEY!r} metadata entry that names their loss; expected an export of this "
+        f"version, since these keys and row shapes are also the state of {', '.join(others)}. "
+        "Fix: pass the dict of export_state() (it names its loss), start from "
+        "loss.export_state() and replace its arrays, or pass reinterpret=True if the arrays "
+        "are this loss's state.")
+
+
+def _check_domain(owner: str, name: str, value: np.ndarray,
+                  domain: Domain | tuple[Domain, ...], *, widen: bool) -> None:
+    """Raise if an entry (in its target dtype) holds a value outside its domain, or outside
+    the domain of its column of the last axis where one is declared per column."""
+    columns = [(None, domain)] if isinstance(domain, Domain) else list(enumerate(domain))
+    for column, part in columns:
+        values = value if column is None else value[..., column]
+        part = stored_domain(part, "float" if widen else "int")
+        if part.admits(values):
+            continue
+        outside = part.violations(values)
+        entry = f"state[{name!r}]" + ("" if column is None else f"[..., {column}]")
+        at = (f" at rows {preview(np.unique(np.nonzero(outside)[0]))}" if values.ndim else "")
+        clip = (f", or clip it, np.clip({entry}, {part.low}, {part.high})"
+                if not (part.integer or part.low_open or part.high_open) else "")
+        raise ValueError(
+            f"{owner}: {entry} holds {preview(values[outside])}{at}, outside its domain; "
+            f"expected {part.describe()}, the values training keeps it in. Fix: load an "
+            f"export of this loss, saved before anything edited or corrupted it{clip}.")
+
+
+def stored_domain(domain: Domain, kind: str) -> Domain:
+    """The domain ``load_state`` checks an entry of ``kind`` (``"float"`` or ``"int"``)
+    against: for floats, ``domain`` with each finite end moved out to where float32, float16
+    and bfloat16 round it, since a state computed in a narrower float than its table (float32
+    scores, a float64 table) holds a bound as that float rounds it (``clip(t, 0.9, ...)`` in
+    float32 gives 0.89999998, below 0.9); integer entries as declared.
+
+    >>> stored_domain(Domain(0.9, 1.0), "float").low < 0.9
+    True
+    """
+    if kind != "float":
+        return domain
+
+    def rounded(end: float) -> list[float]:
+        if math.isinf(end):
+            return [end]
+        with np.errstate(over="ignore"):
+            single = np.float32(end)
+            bits = np.array(single).view(np.uint32)
+            brain = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+                     & np.uint32(0xFFFF0000)).view(np.float32)
+            values = [end, float(single), float(np.float16(end)), float(brain)]
+        return [v for v in values if math.isfinite(v)]
+
+    return domain._replace(low=min(rounded(domain.low)), high=max(rounded(domain.high)))
 
 
 class LossContainer:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ._domain import NONNEGATIVE, REAL, Domain
 from .backends import backend_of
 
 __all__ = [
     "StateTable",
+    "SHIFTED_MEAN",
+    "SMOOTHING",
     "axis_size",
     "size_bound",
     "allocate_state",
@@ -27,6 +30,12 @@ __all__ = [
 ]
 
 Array = Any
+
+#: Rows [u~, c] of a moving average stored shifted, u = u~ exp(c) (so that no exp overflows):
+#: u~ >= 0 (0 before the first visit), any finite log-shift c.
+SHIFTED_MEAN = (NONNEGATIVE, REAL)
+#: A moving-average weight gamma scheduled in state (MIDAM's, SOX's): in (0, 1].
+SMOOTHING = Domain(0.0, 1.0, low_open=True)
 
 
 class StateTable(NamedTuple):
@@ -43,16 +52,27 @@ class StateTable(NamedTuple):
         Initial value of every entry, or one value per column of the last row axis.
     kind : {"float", "int"}
         ``"float"`` entries take the loss's state dtype; ``"int"`` entries are int32 counters.
+    domain : Domain or tuple of Domain
+        The values an entry may hold (:class:`xrisk._domain.Domain`), or one domain per column
+        of the last row axis (as ``fill``): every value that training produces, in the
+        loss's dtype, and nothing else. ``load_state`` rejects an export with an entry
+        outside it, and the state fuzzer draws values outside it. Default: any finite real.
     """
 
     keys: str | None
     row: tuple[int, ...] = ()
     fill: float | tuple[float, ...] = 0.0
     kind: str = "float"
+    domain: Domain | tuple[Domain, ...] = REAL
 
     def shape(self, spaces: dict[str, int]) -> tuple[int, ...]:
         """Concrete shape: ``(size of the key space, *row)``, or ``row`` for a global entry."""
         return self.row if self.keys is None else (spaces[self.keys], *self.row)
+
+    def domains(self) -> tuple[Domain, ...] | None:
+        """The domain of each column of the last row axis, or ``None`` when one domain covers
+        the whole entry."""
+        return None if isinstance(self.domain, Domain) else self.domain
 
 
 def allocate_state(tables: dict[str, StateTable], spaces: dict[str, int], *, xp: Any,

@@ -36,6 +36,7 @@ from xrisk._adapter_support import (
     compose_doc,
     definition_attribute,
     dtype_name,
+    exported_state,
     refuse_assignment,
 )
 from xrisk._libauc_names import guard_init
@@ -139,19 +140,27 @@ class XRiskLoss:
         """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
 
         Each array is a writable copy in its entry's dtype, except bfloat16, which numpy
-        lacks: it is exported as float32, exactly.
+        lacks: it is exported as float32, exactly. The ``"__xrisk__"`` entry names the loss,
+        its meaning-giving hyper-parameters and the format (see the README's checkpoint
+        format); ``np.savez`` stores the dict as it is.
         """
         backend = xrisk.backends.get_backend("jax")
         values = {**state._asdict(), **params._asdict()}
-        return {name: np.array(backend.to_numpy(value), copy=True)
-                for name, value in values.items()}
+        return exported_state(self.definition, {
+            name: np.array(backend.to_numpy(value), copy=True) for name, value in values.items()})
 
-    def load_state(self, arrays: Mapping[str, Any]) -> tuple[Any, Any]:
+    def load_state(self, arrays: Mapping[str, Any], *,
+                   reinterpret: bool = False) -> tuple[Any, Any]:
         """``(state, params)`` from a dict of ``export_state`` of any framework.
 
-        Every entry is checked first (keys, shapes, finite real values, auxiliary bounds;
-        see :func:`xrisk._adapter_support.checked_state_arrays`); a float export of more
-        precision than the loss is rounded with a :class:`xrisk.StateCastWarning`.
+        The export must name this loss and its meaning-giving hyper-parameters (its
+        ``"__xrisk__"`` metadata), and every entry is checked first (keys, shapes, values in
+        their declared domains; see :func:`xrisk._adapter_support.checked_state_arrays`); a
+        float export of more precision than the loss is rounded with a
+        :class:`xrisk.StateCastWarning`. ``reinterpret=True`` loads the arrays of another
+        loss's export (or of an export without metadata whose layout several losses share,
+        or of arrays made by hand) as this loss's state, on purpose: keys, shapes and
+        domains are still checked.
         """
         definition = self.definition
         # Shapes and dtypes of the targets, without allocating them.
@@ -159,7 +168,7 @@ class XRiskLoss:
                      jax.eval_shape(lambda: definition.init_params(xp=jnp, dtype=self.dtype)))
         dtypes = {name: jnp.dtype(leaf.dtype).name
                   for template in templates for name, leaf in template._asdict().items()}
-        checked = checked_state_arrays(definition, arrays, dtypes)
+        checked = checked_state_arrays(definition, arrays, dtypes, reinterpret=reinterpret)
 
         def build(template: Any) -> Any:
             return type(template)(**{name: jnp.asarray(checked[name], dtype=leaf.dtype)

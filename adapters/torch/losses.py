@@ -24,6 +24,7 @@ from xrisk._adapter_support import (
     compose_doc,
     definition_attribute,
     dtype_name,
+    exported_state,
     refuse_assignment,
 )
 from xrisk._libauc_names import guard_init
@@ -98,23 +99,32 @@ class XRiskLoss(LossContainer, nn.Module):
         """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
 
         Each array is a copy in its entry's dtype, except bfloat16 (after ``.bfloat16()``),
-        which numpy lacks: it is exported as float32, exactly.
+        which numpy lacks: it is exported as float32, exactly. The ``"__xrisk__"`` entry names
+        the loss, its meaning-giving hyper-parameters and the format (see the README's
+        checkpoint format); ``np.savez`` stores the dict as it is.
         """
         backend = xrisk.backends.get_backend("torch")
-        return {name: np.array(backend.to_numpy(getattr(self, name)), copy=True)
-                for name in self.definition.state_shapes()}
+        return exported_state(self.definition, {
+            name: np.array(backend.to_numpy(getattr(self, name)), copy=True)
+            for name in self.definition.state_shapes()})
 
-    def load_state(self, arrays: Mapping[str, Any]) -> None:
+    def load_state(self, arrays: Mapping[str, Any], *, reinterpret: bool = False) -> None:
         """Load a dict from ``export_state`` of any framework; nothing changes on error.
 
-        Every entry is checked first (keys, shapes, finite real values, auxiliary bounds;
-        see :func:`xrisk._adapter_support.checked_state_arrays`); a float export of more
-        precision than the loss is rounded with a :class:`xrisk.StateCastWarning`.
+        The export must name this loss and its meaning-giving hyper-parameters (its
+        ``"__xrisk__"`` metadata), and every entry is checked first (keys, shapes, values in
+        their declared domains; see :func:`xrisk._adapter_support.checked_state_arrays`); a
+        float export of more precision than the loss is rounded with a
+        :class:`xrisk.StateCastWarning`. ``reinterpret=True`` loads the arrays of another
+        loss's export (or of an export without metadata whose layout several losses share,
+        or of arrays made by hand) as this loss's state, on purpose: keys, shapes and
+        domains are still checked.
         """
         targets = {name: getattr(self, name) for name in self.definition.state_shapes()}
         checked = checked_state_arrays(
             self.definition, arrays,
-            {name: str(t.dtype).rpartition(".")[2] for name, t in targets.items()})
+            {name: str(t.dtype).rpartition(".")[2] for name, t in targets.items()},
+            reinterpret=reinterpret)
         # Convert everything before the first copy, so a failure changes nothing.
         tensors = {name: torch.from_numpy(value).to(device=targets[name].device,
                                                     dtype=targets[name].dtype)
