@@ -506,6 +506,21 @@ class LossDefinition(Configured):
         """
         return dict(arrays)
 
+    def state_meaning(self) -> dict[str, Any]:
+        """The hyper-parameters that give this loss's stored numbers their meaning.
+
+        An export names its loss and these values (:func:`xrisk._adapter_support.state_metadata`),
+        and ``load_state`` refuses an export whose values differ unless told to reinterpret
+        it. They are the options that fix what a stored number encodes: the variant (a
+        multi-label loss's per-label loss, K-SONG's K) and the temperature that scales a
+        stored exponential (``u = mean exp(l / lam)`` read with another ``lam`` is a
+        different quantity). Options that only steer the updates (step sizes, moving-average
+        weights, margins, bounds) are left out: changing them between runs is legitimate and
+        the state carries over. Sizes are left out too: the shapes check them. The values
+        are JSON numbers, strings, booleans or ``None``. Default: none.
+        """
+        return {}
+
     def _check_containers(self, state: Any, params: Any) -> None:
         for value, kind, what in ((state, self.state_type, "state"),
                                   (params, self.params_type, "params")):

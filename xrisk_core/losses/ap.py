@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._domain import NONNEGATIVE
 from .._inputs import to_numpy
 from .._state import StateTable, axis_size
 from .._validation import check_count, check_fraction, check_positive
@@ -123,7 +124,8 @@ class APLoss(BinaryLoss):
         self.scale = check_positive("APLoss", "scale", scale)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"u": StateTable("sample", (2,))}
+        # Moving averages of surrogate values (>= 0): u_all and u_pos.
+        return {"u": StateTable("sample", (2,), domain=NONNEGATIVE)}
 
     def upgrade_state(self, arrays: Mapping[str, Any]) -> dict[str, Any]:
         """Stack the two vectors of LibAUC's and xrisk 0.1's layout, ``u_all`` and ``u_pos``

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._domain import COUNT
 from .._state import StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
@@ -305,7 +306,7 @@ class CompositionalAUCLoss(BinaryLoss):
             "CompositionalAUCLoss", "imratio", imratio)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"step": StateTable(None, (), 0, kind="int")}
+        return {"step": StateTable(None, (), 0, kind="int", domain=COUNT)}
 
     def auxiliaries(self) -> dict[str, Auxiliary]:
         return {"a": Auxiliary(), "b": Auxiliary(), "alpha": Auxiliary(role="ascent", lower=0.0)}

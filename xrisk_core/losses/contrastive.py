@@ -44,7 +44,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable, axis_size
+from .._domain import REAL, Domain
+from .._state import SHIFTED_MEAN, StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 from .pauc import _log_shift
@@ -268,6 +269,10 @@ class _TwoViews(LossDefinition):
     gamma_schedule: str
     gamma_decay_epochs: int | None
     epoch: int
+    tau: float
+    temperature_scheme: str
+    tau_min: float
+    tau_max: float
     _view_names: tuple[str, str] = ("view1", "view2")
 
     def inputs(self) -> tuple[Input, ...]:
@@ -278,6 +283,18 @@ class _TwoViews(LossDefinition):
 
     def key_spaces(self) -> dict[str, int | None]:
         return {"sample": self.num_samples}
+
+    def _temperature_domain(self) -> tuple[Domain, Domain]:
+        """Rows [tau_i, m_i] of the individual temperatures: tau_i projected onto
+        [tau_min, tau_max], any momentum m_i."""
+        return (Domain(self.tau_min, self.tau_max), REAL)
+
+    def state_meaning(self) -> dict[str, Any]:
+        # u~ e^c is a mean of exp(similarity / tau), tau the global temperature or the
+        # sample's own (then stored, and the initial tau means nothing for the state).
+        return ({"temperature_scheme": self.temperature_scheme}
+                if self.temperature_scheme == "individual"
+                else {"temperature_scheme": self.temperature_scheme, "tau": self.tau})
 
     def gamma_at(self, epoch: int) -> float:
         """The moving-average weight this loss uses at ``epoch`` (see :func:`gamma_at`)."""
@@ -441,9 +458,10 @@ class GlobalContrastiveLoss(_TwoViews):
                            else GlobalContrastiveState)
 
     def state_tables(self) -> dict[str, StateTable]:
-        tables = {"u": StateTable("sample", (2,))}
+        tables = {"u": StateTable("sample", (2,), domain=SHIFTED_MEAN)}
         if self.temperature_scheme == "individual":
-            tables["temperature"] = StateTable("sample", (2,), fill=(self.tau, 0.0))
+            tables["temperature"] = StateTable("sample", (2,), fill=(self.tau, 0.0),
+                                               domain=self._temperature_domain())
         return tables
 
     def _loss(self, step: Step, state: Any, params: Any, view1: Array, view2: Array,
@@ -635,10 +653,12 @@ class BimodalContrastiveLoss(_TwoViews):
                            else BimodalContrastiveState)
 
     def state_tables(self) -> dict[str, StateTable]:
-        tables = {"u_image": StateTable("sample", (2,)), "u_text": StateTable("sample", (2,))}
+        tables = {"u_image": StateTable("sample", (2,), domain=SHIFTED_MEAN),
+                  "u_text": StateTable("sample", (2,), domain=SHIFTED_MEAN)}
         if self.temperature_scheme == "individual":
-            tables["temperature_image"] = StateTable("sample", (2,), fill=(self.tau, 0.0))
-            tables["temperature_text"] = StateTable("sample", (2,), fill=(self.tau, 0.0))
+            for name in ("temperature_image", "temperature_text"):
+                tables[name] = StateTable("sample", (2,), fill=(self.tau, 0.0),
+                                          domain=self._temperature_domain())
         return tables
 
     def _loss(self, step: Step, state: Any, params: Any, image: Array, text: Array,

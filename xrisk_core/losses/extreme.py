@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable, axis_size, full_like, key_gaps, size_bound
+from .._domain import BINARY, REAL
+from .._state import SMOOTHING, StateTable, axis_size, full_like, key_gaps, size_bound
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 
@@ -137,7 +138,9 @@ class EntLossClassification(LossDefinition):
         return {"sample": self.num_samples}
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"nu": StateTable("sample", (2,)), "smoothing": StateTable(None, (), self.gamma)}
+        # [nu, seen]: nu any log-mean, seen a flag; smoothing SOX's current gamma.
+        return {"nu": StateTable("sample", (2,), domain=(REAL, BINARY)),
+                "smoothing": StateTable(None, (), self.gamma, domain=SMOOTHING)}
 
     def adjust_gamma(self, state: Any, epoch: int, num_epochs: int) -> Any:
         r"""The state with SOX's γ set for ``epoch`` of ``num_epochs`` (LibAUC's cosine

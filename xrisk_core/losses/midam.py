@@ -34,7 +34,16 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateTable, axis_size, focus_rows, key_gaps, size_bound
+from .._domain import NONNEGATIVE, REAL
+from .._state import (
+    SHIFTED_MEAN,
+    SMOOTHING,
+    StateTable,
+    axis_size,
+    focus_rows,
+    key_gaps,
+    size_bound,
+)
 from .._validation import check_count, check_fraction, check_positive
 from ._base import Auxiliary, Input, LossDefinition, Step
 from .auc import AUCMParams
@@ -320,7 +329,12 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
         return (Input("scores", ("batch", "instances"), "score"), *self._tail_inputs())
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"s": StateTable("bag", (2,)), "smoothing": StateTable(None, (), self.gamma)}
+        return {"s": StateTable("bag", (2,), domain=SHIFTED_MEAN),
+                "smoothing": StateTable(None, (), self.gamma, domain=SMOOTHING)}
+
+    def state_meaning(self) -> dict[str, Any]:
+        # s~ e^c is a mean of exp(phi / tau): tau is the unit of the stored exponent.
+        return {"tau": self.tau}
 
     def _loss(self, step: Step, state: MIDAM_softmax_pooling_State, params: AUCMParams,
               scores: Array, labels: Array, index: Array, mask: Array | None,
@@ -445,8 +459,10 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
                 Input("attention", ("batch", "instances"), "score"), *self._tail_inputs())
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"s": StateTable("bag", (3,), fill=(1.0, 1.0, 0.0)),
-                "smoothing": StateTable(None, (), self.gamma)}
+        # [n~, d~, c]: n~ a weighted mean of any scores, d~ one of exp (>= 0), c any shift.
+        return {"s": StateTable("bag", (3,), fill=(1.0, 1.0, 0.0),
+                                domain=(REAL, NONNEGATIVE, REAL)),
+                "smoothing": StateTable(None, (), self.gamma, domain=SMOOTHING)}
 
     def _loss(self, step: Step, state: MIDAM_attention_pooling_State, params: AUCMParams,
               scores: Array, attention: Array, labels: Array, index: Array,

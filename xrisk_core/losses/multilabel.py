@@ -208,9 +208,14 @@ class _PerLabelLoss(_MultiLabelLoss):
         self.score_interval = getattr(inner, "score_interval", None)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {name: StateTable("label_sample" if table.keys == "sample" else "label",
-                                 table.row, table.fill, table.kind)
+        return {name: table._replace(keys="label_sample" if table.keys == "sample" else "label")
                 for name, table in self.inner.state_tables().items()}
+
+    def state_meaning(self) -> dict[str, Any]:
+        # Row t * num_samples + i of label t: num_labels fixes the layout (num_labels *
+        # num_samples rows may split another way), the per-label loss what each row holds.
+        return {"num_labels": self.num_labels, "per_label_loss": self.inner.name,
+                **self.inner.state_meaning()}
 
     def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
               index: Array, task: Array | None) -> tuple[Array, Any]:

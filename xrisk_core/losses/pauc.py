@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .._state import StateTable
+from .._domain import REAL, UNIT_INTERVAL
+from .._state import SHIFTED_MEAN, StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
@@ -240,7 +241,7 @@ class pAUC_CVaR_Loss(_PairwiseLoss):
             owner, margin, surrogate, scale)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"threshold": StateTable("sample")}
+        return {"threshold": StateTable("sample", domain=REAL)}  # moves either way
 
     def _loss(self, step: Step, state: pAUC_CVaR_State, params: Any, scores: Array,
               labels: Array, index: Array) -> tuple[Array, pAUC_CVaR_State]:
@@ -342,7 +343,11 @@ class pAUC_DRO_Loss(_PairwiseLoss):
             owner, margin, surrogate, scale)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"u": StateTable("sample", (2,))}
+        return {"u": StateTable("sample", (2,), domain=SHIFTED_MEAN)}
+
+    def state_meaning(self) -> dict[str, Any]:
+        # u~ e^c is a mean of exp(l / lam): lam is the unit of the stored exponent.
+        return {"lam": self.lam}
 
     def _loss(self, step: Step, state: pAUC_DRO_State, params: Any, scores: Array,
               labels: Array, index: Array) -> tuple[Array, pAUC_DRO_State]:
@@ -454,7 +459,12 @@ class tpAUC_KL_Loss(_PairwiseLoss):
             owner, margin, surrogate, scale)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"u": StateTable("sample", (2,)), "w": StateTable(None, (2,))}
+        return {"u": StateTable("sample", (2,), domain=SHIFTED_MEAN),
+                "w": StateTable(None, (2,), domain=SHIFTED_MEAN)}
+
+    def state_meaning(self) -> dict[str, Any]:
+        # u is a mean of exp(l / lam) and w one of u^(lam / tau).
+        return {"lam": self.lam, "tau": self.tau}
 
     def _loss(self, step: Step, state: tpAUC_KL_State, params: Any, scores: Array,
               labels: Array, index: Array) -> tuple[Array, tpAUC_KL_State]:
@@ -584,7 +594,10 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
         self.theta_1 = check_fraction(owner, "theta_1", theta_1)
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"u": StateTable("sample", (3,), fill=(1.0, 0.0, 1.0)), "s2": StateTable(None)}
+        # [u, s1, dual]: the CVaR value and threshold move either way, the dual is clipped.
+        return {"u": StateTable("sample", (3,), fill=(1.0, 0.0, 1.0),
+                                domain=(REAL, REAL, UNIT_INTERVAL)),
+                "s2": StateTable(None, domain=REAL)}
 
     def _loss(self, step: Step, state: tpAUC_CVaR_State, params: Any, scores: Array,
               labels: Array, index: Array) -> tuple[Array, tpAUC_CVaR_State]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._state import StateTable, axis_size, key_gaps
+from .._domain import NONNEGATIVE, REAL
+from .._state import SHIFTED_MEAN, StateTable, axis_size, key_gaps
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Input, LossDefinition, Step
@@ -247,7 +248,7 @@ class ListwiseCELoss(LossDefinition):
         return {"interaction": self.num_interactions}
 
     def state_tables(self) -> dict[str, StateTable]:
-        return {"u": StateTable("interaction", (2,))}
+        return {"u": StateTable("interaction", (2,), domain=SHIFTED_MEAN)}
 
     def _loss(self, step: Step, state: ListwiseCEState, params: Any, scores: Array,
               interaction: Array, mask: Array | None) -> tuple[Array, ListwiseCEState]:
@@ -489,10 +490,18 @@ class NDCGLoss(LossDefinition):
         return {"interaction": self.num_interactions, "query": self.num_queries}
 
     def state_tables(self) -> dict[str, StateTable]:
-        tables = {"u": StateTable("interaction")}
+        # u: a moving average of surrogate values; s_q one of curvatures (both >= 0);
+        # lambda_q a threshold on the scores.
+        tables = {"u": StateTable("interaction", domain=NONNEGATIVE)}
         if self.top_k is not None:
-            tables.update(lambda_q=StateTable("query"), s_q=StateTable("query"))
+            tables.update(lambda_q=StateTable("query", domain=REAL),
+                          s_q=StateTable("query", domain=NONNEGATIVE))
         return tables
+
+    def state_meaning(self) -> dict[str, Any]:
+        # lambda_q tracks the (K+1)-th largest score: K fixes what it is (top_k_version
+        # does not: both variants track the same rows).
+        return {"top_k": self.top_k}
 
     def _loss(self, step: Step, state: Any, params: Any, scores: Array,
               relevance: Array, query: Array, interaction: Array, num_relevant: Array,
