@@ -13,7 +13,7 @@ from .._inputs import class_labels
 from .._validation import check_count
 from ..samplers._base import check_seed
 from ._files import data_file
-from .tabular import subsample_positives
+from .imbalanced import ImbalancedDataGenerator
 
 __all__ = ["load_mnist_5k", "augment_images", "contrastive_views"]
 
@@ -27,9 +27,18 @@ def _raw() -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_mnist_5k(
-    *, positive_class: int | None = None, imratio: float | None = None, seed: int = 0
+    *,
+    positive_class: int | None = None,
+    imratio: float | None = None,
+    shuffle: bool = True,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """5,000 MNIST digits (500 per class), 28 x 28, grey levels scaled to [0, 1].
+
+    The shipped file stores the digits sorted by class (500 zeros, then 500 ones, ...), so a
+    slice of the file's order holds one or two classes. By default the rows come in a random
+    order drawn from ``seed`` (the same order at every call with the same seed), so any slice
+    (``images[:320]``) is a random sample of all ten digits.
 
     Parameters
     ----------
@@ -37,7 +46,11 @@ def load_mnist_5k(
         If given, the labels are 1 for this digit and 0 for the rest (10 % positives).
     imratio : float in (0, 0.5], optional
         With ``positive_class``: subsample the positives to this share.
+    shuffle : bool, default True
+        False keeps the file's order, sorted by digit (with ``imratio``: the negatives, then
+        the kept positives).
     seed : int, default 0
+        Seed of the order and of the subsample.
 
     Returns
     -------
@@ -46,11 +59,24 @@ def load_mnist_5k(
 
     Examples
     --------
+    >>> import numpy as np
     >>> from xrisk.datasets import load_mnist_5k
     >>> images, labels = load_mnist_5k(positive_class=7)
     >>> images.shape, int(labels.sum())
     ((5000, 28, 28), 500)
+    >>> _, digits = load_mnist_5k()                   # shuffled with seed 0
+    >>> len(np.unique(digits[:320]))                  # a prefix spans every digit
+    10
+    >>> _, digits = load_mnist_5k(shuffle=False)      # the file's order
+    >>> digits[:320].max(), digits[-1]
+    (np.int64(0), np.int64(9))
     """
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise TypeError(
+            f"load_mnist_5k: shuffle={shuffle!r}; expected True (a seeded random order) or "
+            "False (the file's order, sorted by digit)."
+        )
+    seed = check_seed("load_mnist_5k", seed)
     pixels, digits = _raw()
     images = pixels.astype(np.float64) / 255.0
     if positive_class is None:
@@ -59,13 +85,20 @@ def load_mnist_5k(
                 f"load_mnist_5k: imratio={imratio!r} needs a positive_class; received None. "
                 "Fix: pass positive_class=0..9 (one vs rest) as well."
             )
-        return images, digits.copy()
-    if isinstance(positive_class, bool) or positive_class not in range(10):
-        raise ValueError(
-            f"load_mnist_5k: positive_class={positive_class!r}; expected a digit 0..9."
-        )
-    labels = (digits == positive_class).astype(np.int64)
-    return subsample_positives(images, labels, imratio, seed)
+        labels = digits.copy()
+    else:
+        if isinstance(positive_class, bool) or positive_class not in range(10):
+            raise ValueError(
+                f"load_mnist_5k: positive_class={positive_class!r}; expected a digit 0..9."
+            )
+        labels = (digits == positive_class).astype(np.int64)
+        if imratio is not None:
+            return ImbalancedDataGenerator(imratio, shuffle=shuffle, seed=seed).transform(
+                images, labels)
+    if shuffle:
+        order = np.random.default_rng(seed).permutation(len(labels))
+        images, labels = images[order], labels[order]
+    return images, labels
 
 
 def augment_images(
