@@ -102,9 +102,43 @@ class XRiskLoss:
 
         Under ``jax.jit`` a bad batch returns NaN and leaves the state unchanged; check host
         batches with :meth:`check_batch` before the jitted step (see the module docstring).
+        numpy inputs are taken as ``jax.jit`` takes them (converted to JAX arrays), eagerly
+        and inside a traced step alike.
         """
+        inputs, named = self._from_numpy(inputs, named)
         check_distributed_call(self, inputs, named)  # warns on a device's part in shard_map
         return self.definition.apply(state, *inputs, params=params, **named)
+
+    def _from_numpy(self, inputs: tuple, named: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        """numpy inputs as JAX arrays, as ``jax.jit`` converts its numpy arguments, so eager
+        and jitted calls take the same batches; a numpy index is first checked against int32,
+        which the conversion would silently wrap without ``jax_enable_x64``."""
+        def is_numpy(value: Any) -> bool:
+            return isinstance(value, np.ndarray | np.generic)
+
+        if not any(map(is_numpy, (*inputs, *named.values()))):
+            return inputs, named
+        self._check_index_fits(self.definition.bind(inputs, named), only_numpy=True)
+        return (tuple(jnp.asarray(v) if is_numpy(v) else v for v in inputs),
+                {k: jnp.asarray(v) if is_numpy(v) else v for k, v in named.items()})
+
+    def _check_index_fits(self, bound: Mapping[str, Any], *, only_numpy: bool = False) -> None:
+        """Raise if an index input holds a value beyond int32 while ``jax_enable_x64`` is off."""
+        if jax.config.read("jax_enable_x64"):
+            return
+        for spec in self.definition.inputs():
+            value = bound[spec.name]
+            if spec.kind != "index" or value is None or not np.size(value):
+                continue
+            if only_numpy and not isinstance(value, np.ndarray | np.generic):
+                continue
+            largest = np.max(np.asarray(value))
+            if largest > np.iinfo(np.int32).max:  # reachable for key spaces beyond 2**31 only
+                raise ValueError(
+                    f"{self.definition.name}: {spec.name} holds {largest}, beyond int32, the "
+                    "index dtype of JAX while jax_enable_x64 is off; expected indices < 2**31. "
+                    "Fix: jax.config.update('jax_enable_x64', True) before creating arrays."
+                )
 
     def check_batch(self, *inputs: Any, **named: Any) -> None:
         """Check a host batch (numpy or JAX CPU arrays) before a jitted step; raise if bad.
@@ -121,20 +155,7 @@ class XRiskLoss:
             while ``jax_enable_x64`` is off.
         """
         self.definition.check_batch(*inputs, **named)
-        if jax.config.read("jax_enable_x64"):
-            return
-        bound = self.definition.bind(inputs, named)
-        for spec in self.definition.inputs():
-            value = bound[spec.name]
-            if spec.kind != "index" or value is None or not np.size(value):
-                continue
-            largest = np.max(np.asarray(value))
-            if largest > np.iinfo(np.int32).max:  # reachable for key spaces beyond 2**31 only
-                raise ValueError(
-                    f"{self.definition.name}: {spec.name} holds {largest}, beyond int32, the "
-                    "index dtype of JAX while jax_enable_x64 is off; expected indices < 2**31. "
-                    "Fix: jax.config.update('jax_enable_x64', True) before creating arrays."
-                )
+        self._check_index_fits(self.definition.bind(inputs, named))
 
     def export_state(self, state: Any, params: Any = NO_PARAMS) -> dict[str, np.ndarray]:
         """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
