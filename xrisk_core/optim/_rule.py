@@ -316,12 +316,14 @@ _PARAMETER_DOCS = {
                 "object). Its ``descent`` auxiliaries join the parameters; each ``ascent`` one "
                 "takes the projected step along the loss's ``ascent_direction``."),
     "learning_rate": ("learning_rate : float or callable",
-                      "Step size, >= 0, or a schedule: a callable of the step count (an optax "
-                      "schedule, a Keras ``LearningRateSchedule``). torch parameter groups keep "
-                      "it as ``group['lr']``."),
+                      "Step size, >= 0. JAX and TensorFlow also take a schedule: a callable of "
+                      "the step count (an optax schedule, a Keras ``LearningRateSchedule``). "
+                      "torch takes a number only (kept as ``group['lr']``) and refuses a "
+                      "callable: schedule it with ``torch.optim.lr_scheduler``."),
     "ce_learning_rate": ("ce_learning_rate : float, callable or None",
                          "Step size of the cross-entropy phase (LibAUC's ``lr0``); ``None`` "
-                         "uses ``learning_rate``."),
+                         "uses ``learning_rate``. A callable as for ``learning_rate`` (JAX "
+                         "and TensorFlow; not torch)."),
     "mode": ("mode : {'sgd', 'adam'}", "Momentum SGD or Adam on the clipped direction d."),
     "clip_value": ("clip_value : float",
                    "Gradients are clipped element-wise to [-clip_value, clip_value] "

@@ -58,7 +58,9 @@ class LARS(UpdateRule):
 
     (:math:`c`: the trust coefficient, :math:`\eta`: the learning rate). This is
     ``optax.lars`` (the JAX adapter runs optax's own), so the three frameworks give the same
-    update for a constant learning rate *and* under a schedule.
+    update for a constant learning rate *and* under a schedule (in JAX and TensorFlow a
+    schedule passed as ``learning_rate``; in torch a number, scheduled by a
+    ``torch.optim.lr_scheduler``: the torch optimizer refuses a callable ``learning_rate``).
 
     Notes
     -----
