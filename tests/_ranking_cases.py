@@ -60,9 +60,12 @@ def ranking_batch(draw, definition, rng, *, shapes=RANKING_SHAPES) -> dict:
                                      label="relevance"), dtype=np.float64
                                 ).reshape(queries, positives),
         "query": query,
-        "num_relevant": rng.uniform(1.0, 6.0, queries),
+        # Counts are whole numbers (their declared domains): 1..5 relevant items among at
+        # least 6 candidates and a row's columns, so num_relevant < num_candidates.
+        "num_relevant": rng.integers(1, 6, queries).astype(np.float64),
         "ideal_dcg": rng.uniform(1.0, 10.0, queries),
-        "num_candidates": rng.uniform(positives + negatives, 40.0, queries),
+        "num_candidates": rng.integers(max(positives + negatives, 6), 40,
+                                       queries).astype(np.float64),
     }
     names = {spec.name for spec in definition.inputs()}
     if getattr(definition, "num_items", 0) is not None:

@@ -168,7 +168,9 @@ def test_ndcg_matches_libauc_transcription_over_steps(top_k, version):
     for _ in range(3):
         scores = rng.normal(size=(queries, positives + negatives))
         rating = rng.integers(1, 5, size=(queries, positives)).astype(np.float64)
-        counts, idcg = rng.uniform(2, 6, queries), rng.uniform(3, 9, queries)
+        # Relevant-item counts are whole numbers (their declared domain).
+        counts = rng.integers(2, 6, queries).astype(np.float64)
+        idcg = rng.uniform(3, 9, queries)
         loss, grad, state = _torch_step(
             definition, state, scores, relevance=rating, query=user, interaction=interaction,
             num_relevant=counts, ideal_dcg=idcg)

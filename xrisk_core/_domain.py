@@ -201,17 +201,20 @@ class Relation(NamedTuple):
     Operands are input names (arrays of one shape, e.g. (queries,)), a :class:`Size` of a
     named dimension or a number. ``where`` names an input whose leading axes are the operands'
     and whose further axes are reduced ("the row has a positive"). A relation that names an
-    optional input that was omitted is not checked.
+    optional input that was omitted is not checked. A relation between sizes and numbers only
+    is static: it raises even inside a traced step (shapes are known when tracing).
 
     Attributes
     ----------
-    left : str
-        The input on the left.
+    left : str or Size
+        The input (or a dimension's size) on the left.
     op : {"<", "<=", ">", ">="}
     right : str, Size or float
         An input name, a dimension's size or a constant.
     where : str or None
         An input: the relation must hold on the rows where it has an entry > 0.
+    fix : str or None
+        The sentence after "Fix:" in the error (default: "pass consistent inputs").
 
     Examples
     --------
@@ -221,28 +224,20 @@ class Relation(NamedTuple):
     'ideal_dcg > 0 on every row where relevance has an entry > 0'
     """
 
-    left: str
+    left: str | Size
     op: str
     right: str | Size | float
     where: str | None = None
+    fix: str | None = None
 
     def describe(self) -> str:
         """The relation in words, for messages."""
-        right = self.right
-        if isinstance(right, Size):
-            text = f"the {right.dim} width"
-        elif isinstance(right, str):
-            text = right
-        else:
-            text = f"{right:g}"
         where = f" on every row where {self.where} has an entry > 0" if self.where else ""
-        return f"{self.left} {self.op} {text}{where}"
+        return f"{_term(self.left)} {self.op} {_term(self.right)}{where}"
 
     def names(self) -> tuple[str, ...]:
         """The inputs this relation reads."""
-        out = [self.left]
-        if isinstance(self.right, str):
-            out.append(self.right)
+        out = [term for term in (self.left, self.right) if isinstance(term, str)]
         if self.where is not None:
             out.append(self.where)
         return tuple(out)
@@ -256,3 +251,10 @@ class Relation(NamedTuple):
         if self.op == ">":
             return left > right
         return left >= right
+
+
+def _term(term: str | Size | float) -> str:
+    """One operand of a relation in words."""
+    if isinstance(term, Size):
+        return f"the {term.dim} width"
+    return term if isinstance(term, str) else f"{term:g}"

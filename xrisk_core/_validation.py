@@ -36,12 +36,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._domain import (
+    BINARY,
+    BINARY_OR_MISSING,
+    FINITE,
+    NONNEGATIVE,
+    Domain,
+    Relation,
+    Size,
+    index_domain,
+)
 from ._inputs import preview
 
 __all__ = [
     "CHECK_MODES", "InputWarning", "StateCastWarning", "set_checks", "get_checks",
-    "CheckedBatch", "check_inputs", "missing_input", "check_interval", "check_count",
-    "check_positive", "check_fraction", "check_choice",
+    "CheckedBatch", "check_inputs", "declared_domain", "missing_input", "check_interval",
+    "check_count", "check_positive", "check_fraction", "check_choice",
 ]
 
 Array = Any
@@ -284,8 +294,12 @@ def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
                 if not (warn and interval is not None and values.size
                         and _in_interval(definition, spec, values)):
                     _check_values(owner, spec, values, spaces)
+                if spec.domain is not None and not spec.domain.admits(values):
+                    raise _domain_error(owner, spec, values)
                 if spec.kind == "index":  # exact values were checked: the cast is safe
                     checked[name] = _as_index(x, backend, xp)
+        for relation in definition.relations():
+            _check_relation_on_host(definition, relation, host, checked)
         return CheckedBatch(checked, None, empty, host)
     valid = None
     for name, x in checked.items():
@@ -298,6 +312,9 @@ def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
             # negative, so it still fails the check below.
             x = _as_index(x, backend, xp)
         ok = _values_ok(spec, x, spaces, xp)
+        if spec.domain is not None:  # the declared domain narrows the kind's
+            narrowed = spec.domain.holds(x, xp)
+            ok = narrowed if ok is None else ok & narrowed
         if ok is None:
             checked[name] = x
             continue
@@ -309,8 +326,12 @@ def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
         ok = xp.all(ok)
         valid = ok if valid is None else valid & ok
     if any(None in by_input.values() for by_input in sizes.values()):
-        return _run_time_sizes(definition, backend, specs, checked, sizes, valid, empty, xp)
-    return CheckedBatch(checked, valid, empty, {})
+        result = _run_time_sizes(definition, backend, specs, checked, sizes, valid, empty, xp)
+    else:
+        result = CheckedBatch(checked, valid, empty, {})
+    if definition.relations() and result.empty is not True:
+        result = result._replace(valid=_relations_in_graph(definition, backend, result, xp))
+    return result
 
 
 def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
@@ -372,6 +393,154 @@ def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
     return CheckedBatch(checked, valid, run_time_empty, {})
 
 
+def declared_domain(spec: Any, spaces: dict[str, int | None]) -> Domain:
+    """The values input ``spec`` may take: its declared ``domain``, else its kind's (finite
+    reals for scores and data, {0, 1} for labels, NaN too for partial labels, finite reals
+    >= 0 for relevance, integers in [0, size of its key space) for an index).
+
+    The validator checks the kind's domain with the kind's fast paths and a declared domain
+    on top of it (a declared domain narrows the kind's); tests read this to draw values
+    outside it.
+    """
+    if spec.domain is not None:
+        return spec.domain
+    if spec.kind == "index":
+        return index_domain(spaces.get(spec.keys))
+    return _KIND_DOMAINS[spec.kind]
+
+
+_KIND_DOMAINS = {"score": FINITE, "data": FINITE, "label": BINARY,
+                 "partial_label": BINARY_OR_MISSING, "relevance": NONNEGATIVE}
+
+
+def _domain_error(owner: str, spec: Any, values: np.ndarray) -> ValueError:
+    """The error of host values outside ``spec.domain`` (the kind's checks passed)."""
+    domain = spec.domain
+    bad = values[domain.violations(values)]
+    return ValueError(
+        f"{owner}: {spec.name} must be {domain.describe()}; received {preview(np.unique(bad))}"
+        f". Expected {domain.describe()} in every entry of {spec.name}. Fix: pass {spec.name} "
+        f"as {domain.describe()}."
+    )
+
+
+def _operand(definition: Any, term: Any, arrays: dict[str, Array], backend: Any) -> Any:
+    """The value of one operand of a relation: an input's array, a dimension's size (an int,
+    or a 0-d array where known only at run time) or a number; ``None`` for an omitted
+    optional input."""
+    if isinstance(term, str):
+        return arrays[term]
+    if isinstance(term, Size):
+        fixed = definition.dims()
+        if term.dim in fixed:
+            return fixed[term.dim]
+        for spec in definition.inputs():
+            x = arrays.get(spec.name)
+            if x is not None and term.dim in spec.shape:
+                axis = spec.shape.index(term.dim)
+                size = x.shape[axis]
+                return backend.axis_size(x, axis) if size is None else int(size)
+        return None
+    return term
+
+
+def _rows_where(values: Any, rank: int, xp: Any) -> Any:
+    """Whether each row (the first ``rank`` axes) of ``values`` has an entry > 0."""
+    positive = values > 0
+    if xp is np:
+        return np.any(positive, axis=tuple(range(rank, values.ndim)))
+    positive = xp.astype(positive, xp.int32)
+    for _ in range(len(positive.shape) - rank):
+        positive = xp.max(positive, axis=-1)
+    return positive > 0
+
+
+def _check_relation_on_host(definition: Any, relation: Relation, host: dict[str, np.ndarray],
+                            checked: dict[str, Array]) -> None:
+    """Raise if ``relation`` fails on a row of a host-checked batch (the inputs already
+    passed their domains)."""
+    arrays: dict[str, Any] = {**checked, **host}
+    left = _operand(definition, relation.left, arrays, None)
+    right = _operand(definition, relation.right, arrays, None)
+    if left is None or right is None or (relation.where is not None
+                                         and arrays.get(relation.where) is None):
+        return  # an omitted optional input: nothing to relate
+    holds = np.asarray(relation.compare(left, right))
+    if relation.where is not None:
+        holds = holds | ~_rows_where(host[relation.where], holds.ndim, np)
+    if bool(np.all(holds)):
+        return
+    raise _relation_error(definition.name, relation, left, right, holds)
+
+
+def _relation_error(owner: str, relation: Relation, left: Any, right: Any,
+                    holds: np.ndarray) -> ValueError:
+    rows = np.flatnonzero(~holds.reshape(-1)) if holds.ndim else np.array([], dtype=int)
+    received = []
+    for term, value in ((relation.left, left), (relation.right, right)):
+        if isinstance(term, Size):
+            received.append(f"{term.dim} width {value}")
+        elif isinstance(term, str):
+            value = np.asarray(value)
+            shown = value.reshape(-1)[rows] if value.ndim and rows.size else value
+            received.append(f"{term}={preview(shown)}")
+    where = f" at rows {preview(rows)}" if rows.size else ""
+    return ValueError(
+        f"{owner}: {relation.describe()} fails{where}: received {', '.join(received)}. "
+        f"Expected {relation.describe()}. Fix: {relation.fix or 'pass consistent inputs'}."
+    )
+
+
+def _relations_in_graph(definition: Any, backend: Any, batch: CheckedBatch, xp: Any,
+                        ) -> Array | None:
+    """``batch.valid`` and every declared relation, computed in the graph (a static
+    relation, between sizes and constants, raises now: shapes are known at trace time)."""
+    valid = batch.valid
+    arrays = batch.inputs
+    for relation in definition.relations():
+        left = _operand(definition, relation.left, arrays, backend)
+        right = _operand(definition, relation.right, arrays, backend)
+        if left is None or right is None or (relation.where is not None
+                                             and arrays.get(relation.where) is None):
+            continue
+        holds = relation.compare(*_comparable(left, right, xp))
+        if isinstance(holds, bool | np.bool_):
+            if not holds:
+                raise _relation_error(definition.name, relation, left, right,
+                                      np.asarray(False))
+            continue
+        if relation.where is not None:
+            holds = holds | ~_rows_where(arrays[relation.where], len(holds.shape), xp)
+        if batch.empty is not False:  # the padded row of a batch empty at run time
+            holds = holds | batch.empty
+        if _mode == "raise":
+            backend.assert_all(holds, _relation_message(definition.name, relation),
+                               left if hasattr(left, "shape") else right)
+        ok = xp.all(holds)
+        valid = ok if valid is None else valid & ok
+    return valid
+
+
+def _comparable(left: Any, right: Any, xp: Any) -> tuple[Any, Any]:
+    """Two operands of a relation in one dtype, the wider (TensorFlow compares only equal
+    dtypes; data inputs may come as float64 beside float32 ones)."""
+    if not (hasattr(left, "dtype") and hasattr(right, "dtype")) or left.dtype == right.dtype:
+        return left, right
+
+    def bits(x: Any) -> int:
+        return xp.finfo(x.dtype).bits if xp.isdtype(x.dtype, "real floating") else 0
+
+    dtype = left.dtype if bits(left) >= bits(right) else right.dtype
+    return xp.astype(left, dtype), xp.astype(right, dtype)
+
+
+def _relation_message(owner: str, relation: Relation) -> str:
+    """The error of a relation that fails inside a traced step (``"raise"`` mode)."""
+    return (f"{owner}: {relation.describe()} fails on a row (checked inside a traced or "
+            f"compiled step); expected {relation.describe()}. Fix: "
+            f"{relation.fix or 'pass consistent inputs'}.")
+
+
 def _cut_or_pad(x: Array, axis: int, target: Any, rows: int, kind: str, backend: Any,
                 xp: Any) -> Array:
     """``x`` cut to ``target`` entries along ``axis``, after ``rows`` neutral entries are
@@ -425,6 +594,10 @@ def _graph_message(owner: str, spec: Any, spaces: dict[str, int | None]) -> str:
     """The error of a failed in-graph check (``"raise"`` mode); the backend appends the bad
     values where it can read them."""
     name, where = spec.name, "(checked inside a traced or compiled step)"
+    if spec.domain is not None:
+        described = declared_domain(spec, spaces).describe()
+        return (f"{owner}: {name} must be {described} {where}; expected {described} in "
+                f"every entry of {name}. Fix: pass {name} as {described}.")
     if spec.kind == "partial_label":
         return (f"{owner}: {name} must be 0, 1 or NaN (missing) {where}; expected binary "
                 "labels in {0, 1}, NaN where a label is missing. Fix: map the positive class "

@@ -38,12 +38,16 @@ import numpy as np
 
 from .. import _validation
 from .._config import Configured
+from .._domain import Domain, Relation, Size
 from .._state import StateTable, allocate_state, axis_size, write_rows
 from ..backends import backend_of
 
 __all__ = [
     "Auxiliary",
+    "Domain",
     "Input",
+    "Relation",
+    "Size",
     "LossDefinition",
     "NO_PARAMS",
     "NoParams",
@@ -92,6 +96,13 @@ class Input(NamedTuple):
         For ``score`` inputs: the range the math expects (e.g. ``(0.0, 1.0)`` for losses of
         probabilities). A host-checked batch outside it gets one :class:`xrisk.InputWarning`
         per loss (such values are valid, but usually logits passed by mistake).
+    domain : Domain or None
+        The values the input may take (:class:`xrisk._domain.Domain`), checked by the one
+        validator; values outside it raise (eager) or give a NaN loss and no state write
+        (traced). ``None``: the kind's domain (:func:`xrisk._validation.declared_domain`:
+        finite reals for scores and data, {0, 1} for labels, finite reals >= 0 for relevance,
+        integers in [0, size of the key space) for an index). A declared domain narrows the
+        kind's, e.g. ``domain=POSITIVE_COUNT`` for a count given as floats.
     """
 
     name: str
@@ -100,6 +111,7 @@ class Input(NamedTuple):
     keys: str | None = None
     optional: bool = False
     interval: tuple[float, float] | None = None
+    domain: Domain | None = None
 
 
 class Auxiliary(NamedTuple):
@@ -213,7 +225,8 @@ class Step:
 
 
 #: The declaration methods, computed once per definition (see :func:`_declaration`).
-_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "derived_keys")
+_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "derived_keys",
+                 "relations")
 
 
 def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -274,6 +287,12 @@ class LossDefinition(Configured):
     def dims(self) -> dict[str, int]:
         """Named dimensions of fixed size (e.g. ``{"num_labels": 5}``)."""
         return {}
+
+    def relations(self) -> tuple[Relation, ...]:
+        """Relations that the inputs of every row must satisfy beyond each input's domain
+        (:class:`xrisk._domain.Relation`), e.g. ``Relation("num_relevant", "<=",
+        "num_candidates")``; checked by the same validator as the domains. Default: none."""
+        return ()
 
     def key_spaces(self) -> dict[str, int | None]:
         """Size of every key space that index inputs and state tables use (``None``: an

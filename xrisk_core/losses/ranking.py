@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._domain import NONNEGATIVE, REAL
+from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Relation
 from .._state import SHIFTED_MEAN, StateTable, axis_size, key_gaps
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
@@ -480,10 +480,33 @@ class NDCGLoss(LossDefinition):
             Input("relevance", ("queries", "positives"), "relevance"),
             Input("query", ("queries",), "index", keys="query"),
             Input("interaction", ("queries", "positives"), "index", keys="interaction"),
-            Input("num_relevant", ("queries",), "data"),
-            Input("ideal_dcg", ("queries",), "data"),
+            Input("num_relevant", ("queries",), "data", domain=POSITIVE_COUNT),
+            Input("ideal_dcg", ("queries",), "data", domain=NONNEGATIVE),
             Input("mask", ("queries", "positives"), "label", optional=True),
-            Input("num_candidates", ("queries",), "data", optional=self.num_items is not None),
+            Input("num_candidates", ("queries",), "data", optional=self.num_items is not None,
+                  domain=POSITIVE_COUNT),
+        )
+
+    def relations(self) -> tuple[Relation, ...]:
+        # A query's relevant items are among its candidates, and so is at least one item that
+        # is not relevant (every row has a sampled negative). Not the row's width: padding
+        # repeats positives and a query with few unrated items repeats its negatives, so a
+        # row may hold more columns than the query has candidates. Z_q divides the outer
+        # weight wherever a positive has a gain (a query whose relevances are all 0 may have
+        # Z_q = 0: its gains, hence its terms, are 0).
+        if self.num_items is None:
+            catalogue: str | float = "num_candidates"
+            fix = ("pass num_candidates, the number of items each query is ranked among: its "
+                   "relevant items and at least one that is not")
+        else:
+            catalogue = float(self.num_items)
+            fix = ("build the loss with num_items = the number of items every query is ranked "
+                   "among (the catalogue size), more than any query's relevant items")
+        return (
+            Relation("num_relevant", "<", catalogue, fix=fix),
+            Relation("ideal_dcg", ">", 0.0, where="relevance",
+                     fix="pass the query's ideal DCG, sum_r (2^y_r - 1) / log2(r + 1) over its "
+                     "relevances (sampler.ranking_inputs gives it)"),
         )
 
     def key_spaces(self) -> dict[str, int | None]:
@@ -553,7 +576,10 @@ class NDCGLoss(LossDefinition):
         # ln(1 + N u), floored so that a degenerate u (0 at padding, underflow) stays finite.
         log_rank = xp.clip(xp.log1p(size * u), float(xp.finfo(dtype).eps), None)
         slope = gain * size * _LN2 / (log_rank * log_rank * (1 + size * u))  # f'(u)
-        outer = num_relevant / ideal_dcg  # (Q,)
+        # Z_q = 0 only where every relevance of the query is 0 (a declared relation): its
+        # terms are 0 and so is its weight.
+        outer = xp.where(ideal_dcg > 0, num_relevant / xp.where(ideal_dcg > 0, ideal_dcg, 1),
+                         xp.zeros_like(ideal_dcg))  # (Q,)
 
         new_state: NDCGState | KSONGState
         if self.top_k is None:
