@@ -6,7 +6,6 @@ import gzip
 import io
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
 from ._files import data_file
 
@@ -40,6 +39,8 @@ def load_lightgbm_rank(split: str = "train") -> tuple[np.ndarray, np.ndarray, np
     """
     if split not in ("train", "test"):
         raise ValueError(f"load_lightgbm_rank: split={split!r}; expected 'train' or 'test'.")
+    from sklearn.datasets import load_svmlight_file  # here: scikit-learn takes seconds to import
+
     raw = gzip.decompress(data_file("lightgbm_rank", f"rank.{split}.gz").read_bytes())
     features, labels = load_svmlight_file(io.BytesIO(raw), n_features=_NUM_FEATURES)
     sizes = np.loadtxt(data_file("lightgbm_rank", f"rank.{split}.query"), dtype=np.int64, ndmin=1)

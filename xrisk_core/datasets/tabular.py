@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import sklearn.datasets
 
 from .imbalanced import ImbalancedDataGenerator
 
@@ -42,6 +41,8 @@ def load_breast_cancer(
     >>> x.shape, int(y.sum())
     ((569, 30), 212)
     """
+    import sklearn.datasets  # here: scikit-learn takes seconds to import
+
     bunch = sklearn.datasets.load_breast_cancer()
     x = np.asarray(bunch.data, dtype=np.float64)
     y = (np.asarray(bunch.target) == 0).astype(np.int64)  # sklearn: 0 = malignant
@@ -74,6 +75,8 @@ def load_digits(
     """
     if isinstance(positive_class, bool) or positive_class not in range(10):
         raise ValueError(f"load_digits: positive_class={positive_class!r}; expected a digit 0..9.")
+    import sklearn.datasets  # here: scikit-learn takes seconds to import
+
     bunch = sklearn.datasets.load_digits()
     x = np.asarray(bunch.data, dtype=np.float64) / 16.0
     y = (np.asarray(bunch.target) == positive_class).astype(np.int64)

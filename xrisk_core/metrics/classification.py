@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from .._inputs import binary_labels, preview, to_numpy
 from .._validation import check_choice, check_interval
@@ -18,6 +17,14 @@ from .._validation import check_choice, check_interval
 __all__ = ["auroc", "average_precision", "one_way_partial_auroc", "two_way_partial_auroc"]
 
 _AVERAGES = ("macro", None)
+
+
+def _sklearn_metrics() -> Any:
+    """``sklearn.metrics``, imported at the first metric call: importing it (with SciPy)
+    takes seconds, and ``import xrisk.torch`` and friends must not pay for it."""
+    import sklearn.metrics
+
+    return sklearn.metrics
 _SCALES_ONE_WAY = ("normalized", "raw", "mcclish")
 _SCALES_TWO_WAY = ("normalized", "raw")
 
@@ -104,7 +111,8 @@ def auroc(y_true: Any, y_score: Any, *, average: str | None = "macro") -> Any:
     0.75
     """
     y, s = _inputs("auroc", y_true, y_score)
-    return _reduce("auroc", roc_auc_score, y, s, average, needs_negatives=True)
+    return _reduce("auroc", _sklearn_metrics().roc_auc_score, y, s, average,
+                   needs_negatives=True)
 
 
 def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro") -> Any:
@@ -121,7 +129,8 @@ def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro
     """
     y, s = _inputs("average_precision", y_true, y_score)
     return _reduce(
-        "average_precision", average_precision_score, y, s, average, needs_negatives=False
+        "average_precision", _sklearn_metrics().average_precision_score, y, s, average,
+        needs_negatives=False,
     )
 
 
@@ -137,7 +146,7 @@ def _clipped_roc_area(y: np.ndarray, s: np.ndarray, max_fpr: float, min_tpr: flo
     The ROC curve is scikit-learn's (linear between its points, so tied scores count one half);
     it is cut at ``max_fpr`` by linear interpolation, as in ``roc_auc_score(max_fpr=...)``.
     """
-    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+    fpr, tpr, _ = _sklearn_metrics().roc_curve(y, s, drop_intermediate=False)
     stop = int(np.searchsorted(fpr, max_fpr, side="right"))
     if stop < fpr.size:
         cut = np.interp(max_fpr, fpr[stop - 1 : stop + 1], tpr[stop - 1 : stop + 1])
