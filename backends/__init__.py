@@ -2,9 +2,10 @@
 
 Each module here (``numpy``, ``array_api_strict``, ``torch``, ``jax``, ``tensorflow``) supplies
 only what the array API standard lacks: the namespace, ``stop_gradient``, ``write_rows`` (the
-one mutation primitive), dtypes, devices, laziness (tracers) and axis sizes known only at run
-time. The core asks :func:`backend_of` for the backend of its input arrays on every call, so
-one process can mix backends freely and no global switch exists.
+one mutation primitive), segment reductions (``segment_sum``, ``segment_max``), dtypes,
+devices, laziness (tracers) and axis sizes known only at run time. The core asks
+:func:`backend_of` for the backend of its input arrays on every call, so one process can mix
+backends freely and no global switch exists.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ class Backend(Protocol):
     def stop_gradient(self, x: Any) -> Any: ...
 
     def write_rows(self, table: Any, index: Any, rows: Any) -> Any: ...
+
+    def segment_sum(self, values: Any, ids: Any, segments: Any) -> Any:
+        """Sums (segments, ...) of ``values`` (n, ...) by segment ``ids`` (n,) in
+        ``[0, segments)`` (the grouping of duplicate keys, :mod:`xrisk._grouping`)."""
+
+    def segment_max(self, values: Any, ids: Any, segments: Any) -> Any:
+        """Maxima (segments,) of ``values`` (n,) by segment ``ids`` (n,)."""
 
     def device(self, x: Any) -> Any: ...
 

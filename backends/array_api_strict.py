@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
 ]
 
 name = "array_api_strict"
@@ -26,6 +26,23 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
     out = np.array(to_numpy(table), copy=True)
     out[to_numpy(index)] = to_numpy(rows)
     return namespace.asarray(out, dtype=table.dtype, device=table.device)
+
+
+def segment_sum(values: Any, ids: Any, segments: int) -> Any:
+    """Sums (segments, ...) of ``values`` (n, ...) by segment ``ids`` (the standard has no
+    scatter: numpy's, as the reference)."""
+    from . import numpy as reference
+
+    out = reference.segment_sum(to_numpy(values), to_numpy(ids), segments)
+    return namespace.asarray(out, dtype=values.dtype, device=values.device)
+
+
+def segment_max(values: Any, ids: Any, segments: int) -> Any:
+    """Maxima (segments,) of ``values`` (n,) by segment ``ids`` (numpy's, as the reference)."""
+    from . import numpy as reference
+
+    out = reference.segment_max(to_numpy(values), to_numpy(ids), segments)
+    return namespace.asarray(out, dtype=values.dtype, device=values.device)
 
 
 def device(x: Any) -> Any:

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
 ]
 
 name = "jax"
@@ -42,6 +42,16 @@ def stop_gradient(x: Any) -> Any:
 def write_rows(table: Any, index: Any, rows: Any) -> Any:
     """Return ``table.at[index].set(rows)``; rebinding lets XLA reuse a donated buffer."""
     return table.at[index].set(rows.astype(table.dtype), unique_indices=False)
+
+
+def segment_sum(values: Any, ids: Any, segments: int) -> Any:
+    """Sums (segments, ...) of ``values`` (n, ...) by segment ``ids`` (n,)."""
+    return jax.ops.segment_sum(values, ids, segments)
+
+
+def segment_max(values: Any, ids: Any, segments: int) -> Any:
+    """Maxima (segments,) of ``values`` (n,) by segment ``ids``."""
+    return jax.ops.segment_max(values, ids, segments)
 
 
 def device(x: Any) -> Any:

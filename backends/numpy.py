@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
 ]
 
 name = "numpy"
@@ -25,6 +25,22 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
     """Return ``table`` with ``table[index] = rows``; copies, so the old table stays valid."""
     out = np.array(table, copy=True)
     out[np.asarray(index)] = np.asarray(rows, dtype=out.dtype)
+    return out
+
+
+def segment_sum(values: Any, ids: Any, segments: int) -> Any:
+    """Sums (segments, ...) of ``values`` (n, ...) by segment ``ids`` (n,), in position order."""
+    out = np.zeros((segments, *values.shape[1:]), dtype=values.dtype)
+    np.add.at(out, ids, values)
+    return out
+
+
+def segment_max(values: Any, ids: Any, segments: int) -> Any:
+    """Maxima (segments,) of ``values`` (n,) by segment ``ids``; empty segments are never read
+    (every id comes from a member), so their fill is the dtype's lowest value."""
+    low = np.finfo(values.dtype).min if values.dtype.kind == "f" else np.iinfo(values.dtype).min
+    out = np.full(segments, low, dtype=values.dtype)
+    np.maximum.at(out, ids, values)
     return out
 
 

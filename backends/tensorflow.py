@@ -14,14 +14,14 @@ import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
-__all__ = [
-    "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size", "SHIM_FUNCTIONS",
-]
+__all__ = ["name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows",
+           "device", "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum",
+           "segment_max", "SHIM_FUNCTIONS"]
 
 name = "tensorflow"
 has_autodiff = True
 index_dtype = tf.int64
+segment_sum, segment_max = tf.math.unsorted_segment_sum, tf.math.unsorted_segment_max
 
 
 def _like(value: Any, other: Any) -> Any:

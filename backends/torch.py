@@ -11,7 +11,7 @@ import torch
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
 ]
 
 name = "torch"
@@ -59,6 +59,21 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
     with torch.no_grad():
         table.index_copy_(0, index.to(torch.int64), rows.detach().to(table.dtype))
     return table
+
+
+def segment_sum(values: Any, ids: Any, segments: int) -> Any:
+    """Sums (segments, ...) of ``values`` (n, ...) by segment ``ids`` (n,): ``index_add``
+    (differentiable; sequential on CPU, atomic on CUDA unless deterministic algorithms are on)."""
+    out = values.new_zeros((segments, *values.shape[1:]))
+    return out.index_add(0, ids, values)
+
+
+def segment_max(values: Any, ids: Any, segments: int) -> Any:
+    """Maxima (segments,) of ``values`` (n,) by segment ``ids``: ``scatter_reduce``; empty
+    segments (never read: every id comes from a member) keep the dtype's lowest value."""
+    info = torch.finfo if values.is_floating_point() else torch.iinfo
+    out = values.new_full((segments,), info(values.dtype).min)
+    return out.scatter_reduce(0, ids, values, "amax", include_self=False)
 
 
 def device(x: Any) -> Any:

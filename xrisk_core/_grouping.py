@@ -1,0 +1,204 @@
+r"""The one grouping of duplicate keys: positions of a batch that share a key, pooled.
+
+A batch may hold a key twice (an oversampled positive, a query drawn twice, a bag in two
+rows). Every loss with per-key state pools the estimates of one key's positions into one
+update and writes one row per key, so that the table is the same on every backend and under
+every scatter order (the duplicate rule of :func:`xrisk._state.write_rows`).
+:func:`group_keys` is that grouping, for every loss:
+
+1. *rows*: each kept position reads and writes its own key; every other position is
+   pointed at the first kept position's key (the *anchor*), so a step touches only the kept
+   rows of a large table, and a position that is not kept repeats its anchor's write;
+2. *group ids*: one sort of the rows and a binary search give every position the number of
+   rows smaller than its own (:math:`\mathrm{id}_i = |\{j : r_j < r_i\}|`), the start of
+   its segment in sorted order: equal keys share an id, distinct keys get distinct ids, all
+   in ``[0, B)``. Integer comparisons, exact for any key (no float conversion, so no limit
+   at :math:`2^{24}` and nothing different where JAX lacks float64);
+3. *segment reductions* through the backends' ``segment_sum`` / ``segment_max`` (numpy
+   ``add.at``, torch ``index_add`` / ``scatter_reduce``, ``jax.ops.segment_*``,
+   ``tf.math.unsorted_segment_*``) over ``B`` segments, read back at each position's id, so
+   every member of a group gets the same value.
+
+O(B log B) work and O(B) memory, static shapes, no branch on values (jit-safe); a batch
+size known only at run time (a TensorFlow ``None`` dimension) gives a run-time number of
+segments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["KeyGroups", "group_keys", "last_occurrence"]
+
+Array = Any
+
+
+class KeyGroups(NamedTuple):
+    """Positions of a batch grouped by key (see :func:`group_keys`).
+
+    Attributes
+    ----------
+    rows : array (B,)
+        The key each position reads and writes: its own where kept, the anchor's elsewhere.
+    anchor : array (1,)
+        The first kept position (position 0 when nothing is kept).
+    ids : array (B,) of int
+        Group of each position, in ``[0, B)``: equal for equal ``rows``, distinct otherwise.
+    count : array (B,)
+        Kept members of the position's group (float, the ``dtype`` of :func:`group_keys`);
+        0 for every position of a batch where nothing is kept.
+    keep : array (B,) of bool
+        The kept positions.
+    """
+
+    rows: Array
+    anchor: Array
+    ids: Array
+    count: Array
+    keep: Array
+    segments: Any  #: number of segments, B (an int, or a run-time scalar on TensorFlow)
+    backend: Any
+    xp: Any
+
+    def sum(self, values: Array) -> Array:
+        """Per position, the sum of ``values`` (B,) or (B, C) over its group's kept members.
+
+        Each group is summed once, into its segment, and read back by every member: the
+        members' results are equal whatever order a backend's scatter adds in.
+        """
+        xp = self.xp
+        kept = self.keep if len(values.shape) == 1 else _column(self.keep, values, xp)
+        masked = xp.where(kept, values, xp.zeros_like(values))
+        totals = self.backend.segment_sum(masked, self.ids, self.segments)
+        return xp.take(totals, self.ids, axis=0)
+
+    def mean(self, values: Array) -> Array:
+        """Per position, the mean of ``values`` (B,) or (B, C) over its group's kept
+        members; 0 where the group has none (the count is floored at 1)."""
+        xp = self.xp
+        count = xp.clip(self.count, 1, None)
+        return self.sum(values) / (count if len(values.shape) == 1
+                                   else xp.expand_dims(count, 1))
+
+    def max(self, values: Array, low: Any) -> Array:
+        """Per position, the maximum of ``values`` (B,) over its group's kept members;
+        ``low`` (below every value) where the group has none."""
+        xp = self.xp
+        masked = xp.where(self.keep, values, low)
+        top = self.backend.segment_max(masked, self.ids, self.segments)
+        return xp.take(top, self.ids, axis=0)
+
+    def log_mean_exp(self, values: Array) -> Array:
+        r"""Per position, :math:`\log \mathrm{mean}_j e^{v_j}` over its group's kept members
+        :math:`j` (``values`` (B,)), shifted by the group's maximum (no overflow); the
+        position's own value where the group has no kept member."""
+        xp = self.xp
+        top = self.max(values, xp.min(values))
+        spread = xp.where(self.keep, values - top, xp.zeros_like(values))
+        mean = self.mean(xp.exp(spread))
+        return xp.where(self.count > 0, top + xp.log(xp.where(self.count > 0, mean,
+                                                              xp.ones_like(mean))), values)
+
+    def spread(self, new: Array, old: Array) -> Array:
+        """Rows to write, one per key: every position gets the ``new`` row of its group's
+        last kept position, or its ``old`` row where the group has no kept member (a batch
+        where nothing is kept writes back what it read).
+
+        For rows not already equal per group (a kept position's own terms, a position that
+        is not kept): with them, any scatter order writes the rule's table. ``new`` and
+        ``old`` have shape (B, ...).
+        """
+        xp = self.xp
+        positions = xp.arange(self.segments, dtype=self.ids.dtype)
+        last = self.backend.segment_max(xp.where(self.keep, positions, -xp.ones_like(positions)),
+                                        self.ids, self.segments)
+        last = xp.take(last, self.ids, axis=0)
+        source = xp.take(new, xp.clip(last, 0, None), axis=0)
+        return xp.where(_column(last >= 0, new, xp), source, old)
+
+    def same(self, dtype: Any) -> Array:
+        """(B, B) 1.0 where positions i and j are in one group, 0.0 elsewhere (the diagonal
+        included), in ``dtype``: for losses whose pair terms need the mask (the contrastive
+        negatives). A float test of the group ids, which are below B and so exact in float32
+        for any B that fits a B x B matrix (a subtraction and a product cost less than an
+        integer comparison and the cast of its boolean result)."""
+        xp = self.xp
+        ids = xp.astype(self.ids, dtype)
+        gap = xp.expand_dims(ids, 1) - xp.expand_dims(ids, 0)
+        return 1 - xp.clip(gap * gap, None, 1)
+
+
+def _column(mask: Array, like: Array, xp: Any) -> Array:
+    """``mask`` (B,) shaped to broadcast against ``like`` (B, ...)."""
+    extra = len(like.shape) - 1
+    return mask if extra == 0 else xp.reshape(mask, (-1,) + (1,) * extra)
+
+
+def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
+               dtype: Any) -> KeyGroups:
+    """Group the positions of ``keys`` by value, pooling only the ``keep`` positions.
+
+    Parameters
+    ----------
+    keys : array (B,) of int
+        The keys (dataset indices, interaction or query ids); any integers.
+    keep : array (B,) of bool, optional
+        Positions whose values enter the pooled reductions (default: all). The others are
+        pointed at the first kept position's key (the *anchor*) and take its group's
+        results, so that their writes repeat its row.
+    backend, xp
+        The backend module (its ``segment_sum`` / ``segment_max``) and namespace of ``keys``.
+    dtype
+        Float dtype of ``count``.
+
+    Returns
+    -------
+    KeyGroups
+        ``rows``, ``anchor``, group ``ids``, ``count`` and the reductions ``sum``, ``mean``,
+        ``max``, ``log_mean_exp``, the one-row-per-key ``spread`` and the pair mask ``same``.
+
+    Notes
+    -----
+    With the rows :math:`r` (B,), the group of position i is
+    :math:`\\mathrm{id}_i = |\\{j : r_j < r_i\\}|`, found by one sort of :math:`r` and one
+    binary search (``searchsorted``): O(B log B). A group's reductions run over its segment
+    (``segment_sum``/``segment_max`` of B segments), then are gathered back at each member's
+    id. No argsort: a stable sort of (key, position) pairs costs several times a sort of the
+    keys on XLA's CPU backend.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> from xrisk.backends import get_backend
+    >>> groups = group_keys(np.array([7, 3, 7, 5]), np.array([True, True, True, False]),
+    ...                     backend=get_backend("numpy"), xp=xp, dtype=xp.float64)
+    >>> groups.rows.tolist(), groups.count.tolist()
+    ([7, 3, 7, 7], [2.0, 1.0, 2.0, 2.0])
+    >>> groups.mean(np.array([1.0, 2.0, 3.0, 100.0])).tolist()
+    [2.0, 2.0, 2.0, 2.0]
+    """
+    size = keys.shape[0]
+    segments = backend.axis_size(keys, 0) if size is None else size
+    if keep is None:
+        rows = keys
+        anchor = xp.zeros((1,), dtype=keys.dtype)
+        keep = xp.ones_like(keys) > 0
+    else:
+        positions = xp.arange(segments, dtype=keys.dtype)
+        bound = segments if size is not None else xp.astype(segments, keys.dtype)
+        first = xp.min(xp.where(keep, positions, positions + bound))
+        anchor = xp.reshape(first % bound, (1,))  # nothing kept: position 0
+        rows = xp.where(keep, keys, xp.take(keys, anchor, axis=0))
+    ids = xp.searchsorted(xp.sort(rows), rows)
+    weights = xp.astype(keep, dtype)
+    count = xp.take(backend.segment_sum(weights, ids, segments), ids, axis=0)
+    return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
+
+
+def last_occurrence(index: Array, *, backend: Any, xp: Any) -> Array:
+    """For each position of ``index`` (B,), the position of the last entry with the same
+    value: the duplicate rule's winner (:func:`xrisk._state.write_rows`). O(B log B)."""
+    groups = group_keys(index, backend=backend, xp=xp, dtype=xp.float32)
+    positions = xp.arange(groups.segments, dtype=groups.ids.dtype)
+    last = backend.segment_max(positions, groups.ids, groups.segments)
+    return xp.astype(xp.take(last, groups.ids, axis=0), index.dtype)
