@@ -485,27 +485,29 @@ def test_bad_interaction_under_jax_jit_gives_nan_and_writes_nothing():
         np.testing.assert_array_equal(np.asarray(getattr(new, field)), value)
 
 
-# -- distinct keys: the path without groups --------------------------------------------------
+# -- keys ranked on the host or on the device: one grouping ---------------------------------
 @settings(max_examples=max(20, settings().max_examples), deadline=None)
 @given(case=st.sampled_from(["listwise", "song", "ksong-theo", "ksong-prac"]),
        dtypes=st.sampled_from([(torch.float32, torch.float32), (torch.float64, torch.float32),
                                (torch.float64, torch.float64)]),
        shape=st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3)),
-       seed=st.integers(0, 2**16))
-def test_distinct_keys_skip_the_groups_and_change_no_value(case, dtypes, shape, seed):
-    """Eager CPU batches whose interactions (and queries) repeat nothing take the path without
-    groups (no B x B test): loss, gradient and new state equal the grouping path's bit for
-    bit, and the rows of masked positions keep their stored values exactly, in a float64
-    state under float32 scores too."""
+       repeats=st.booleans(), seed=st.integers(0, 2**16))
+def test_host_ranked_keys_change_no_value(case, dtypes, shape, repeats, seed):
+    """An eager CPU batch ranks its interactions (and queries) on the host, where the checks
+    read them (xrisk._grouping.group_keys(host=...)); a batch whose values the host cannot
+    read ranks them on the device. Loss, gradient and new state are the same bit for bit,
+    with repeated keys or not, and the rows of masked positions keep their stored values
+    exactly, in a float64 state under float32 scores too."""
     from unittest import mock
 
-    from xrisk.losses import Step
+    from xrisk.backends import get_backend
 
     state_dtype, score_dtype = dtypes
     queries, positives, negatives = shape
     rng = np.random.default_rng(seed)
     num_interactions, num_queries = 30, 8
-    interaction = rng.choice(num_interactions, (queries, positives), replace=False)
+    interaction = rng.choice(num_interactions if not repeats else 4, (queries, positives),
+                             replace=repeats)
     mask = rng.uniform(size=(queries, positives)) < 0.7
     inputs = {"interaction": torch.from_numpy(interaction), "mask": torch.from_numpy(mask)}
     if case == "listwise":
@@ -517,21 +519,24 @@ def test_distinct_keys_skip_the_groups_and_change_no_value(case, dtypes, shape, 
         inputs.update(
             relevance=torch.from_numpy(rng.integers(0, 5, (queries, positives)).astype(
                 np.float64)).to(score_dtype),
-            query=torch.from_numpy(rng.choice(num_queries, queries, replace=False)),
+            query=torch.from_numpy(rng.choice(num_queries, queries, replace=repeats)),
             num_relevant=torch.full((queries,), float(positives), dtype=score_dtype),
             ideal_dcg=torch.from_numpy(rng.uniform(1.0, 5.0, queries)).to(score_dtype))
-    start = {name: rng.uniform(0.5, 2.0, np.shape(value)).astype(value.dtype)
+    start = {name: value if name.startswith("__")  # the export's metadata, kept
+             else rng.uniform(0.5, 2.0, np.shape(value)).astype(value.dtype)
              for name, value in build(dtype=state_dtype).export_state().items()}
     scores = rng.normal(size=(queries, positives + negatives))
     runs = []
-    for grouped in (False, True):
+    for on_device in (False, True):
         loss_fn = build(dtype=state_dtype)
         loss_fn.load_state(start)
         s = torch.tensor(scores, dtype=score_dtype, requires_grad=True)
-        patch = (mock.patch.object(Step, "distinct", return_value=False) if grouped else
-                 mock.patch("xrisk.losses.ranking.key_gaps", side_effect=AssertionError))
-        with patch:
+        # Values the host cannot read (as on an accelerator): checks and ranks in the graph.
+        patch = (mock.patch.object(get_backend("torch"), "inspectable", return_value=False)
+                 if on_device else mock.patch("xrisk._grouping.np.sort", wraps=np.sort))
+        with patch as sort:
             loss = loss_fn(s, **inputs)
+        assert on_device or sort.called  # the host path ranked the keys
         (grad,) = torch.autograd.grad(loss, s)
         runs.append((loss.detach().numpy(), grad.numpy(), loss_fn.export_state()))
     (loss_a, grad_a, state_a), (loss_b, grad_b, state_b) = runs

@@ -24,7 +24,8 @@ import math
 from typing import Any, NamedTuple
 
 from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Relation
-from .._state import SHIFTED_MEAN, StateTable, axis_size, key_gaps
+from .._grouping import KeyGroups, group_keys
+from .._state import SHIFTED_MEAN, StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Input, LossDefinition, Step
@@ -49,56 +50,12 @@ _LN2 = math.log(2.0)
 
 # --------------------------------------------------------------------------- shared helpers
 
-class _Groups(NamedTuple):
-    """Positions of a batch grouped by key, every position given a group.
-
-    ``rows`` (n,): the row each position reads and writes, its key where it is kept and the
-    smallest kept key elsewhere (the *anchor* group), so that masked positions repeat a real
-    row's write. ``members`` (n, n): 1 where position j is kept and its key is ``rows[i]``
-    (column i lists the members of position i's group). ``count`` (n,): the group's size (0
-    for every position when nothing is kept).
-    """
-
-    rows: Array
-    members: Array | None
-    count: Array
-
-    def pool(self, values: Array, xp: Any) -> Array:
-        """Group means (n,) of ``values`` (n,), where ``count`` > 0."""
-        if self.members is None:
-            return values
-        pooled = xp.expand_dims(values, 0) @ self.members
-        return xp.reshape(pooled, (-1,)) / xp.clip(self.count, 1, None)
-
-    def max(self, values: Array, xp: Any) -> Array:
-        """Group maxima (n,) of ``values`` (n,), where ``count`` > 0."""
-        if self.members is None:
-            return values
-        low = xp.min(values)
-        return xp.max(xp.where(self.members > 0, xp.expand_dims(values, 1), low), axis=0)
-
-
-def _groups(xp: Any, keys: Array, keep: Array, bound: int, dtype: Any, *,
-            distinct: bool) -> _Groups:
-    """Group the positions of ``keys`` (n,) where ``keep`` (n,) is true; O(n^2) floats.
-
-    ``distinct``: the keys are known to hold no value twice (:meth:`Step.distinct`), so every
-    kept position is its own group: no B x B work (a torch NDCG step at batch 256 x 10
-    positives spent 33 of its 41 ms there); the rows are the keys themselves, ``count`` is 1
-    where kept and 0 elsewhere (a position not kept writes its own row back unchanged). The
-    kept positions' rows and values are those of the general form.
-    """
-    if distinct:
-        return _Groups(keys, None, xp.astype(keep, dtype))
-    anchor = xp.min(xp.where(keep, keys, xp.max(keys)))
-    rows = xp.where(keep, keys, anchor)
-    # Positions not kept get the key -1, which no row has (rows are >= 0).
-    gaps = key_gaps(xp.where(keep, keys, xp.full_like(keys, -1)), rows, bound=max(bound, 1),
-                    xp=xp, dtype=dtype)
-    members = 1 - xp.clip(gaps, None, 1)
-    if members.dtype != dtype:
-        members = xp.astype(members, dtype)
-    return _Groups(rows, members, xp.sum(members, axis=0))
+def _groups(step: Step, name: str, keys: Array, keep: Array | None, dtype: Any) -> KeyGroups:
+    """The positions of ``keys`` (n,), input ``name`` flattened, grouped by key, pooling where
+    ``keep`` (n,) is true (:func:`xrisk._grouping.group_keys`: positions not kept join the
+    first kept position's group and repeat its row's write). O(n log n)."""
+    return group_keys(keys, keep, backend=step.backend, xp=step.xp, dtype=dtype,
+                      host=step.host.get(name))
 
 
 def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
@@ -264,12 +221,12 @@ class ListwiseCELoss(LossDefinition):
         diff = xp.expand_dims(scores[:, positives:], 1) - xp.expand_dims(scores[:, :positives], 2)
         z = xp.reshape(stop(diff), (n, negatives))
         keep = xp.reshape(valid, (n,)) > 0
-        groups = _groups(xp, xp.reshape(interaction, (n,)), keep, self.num_interactions, dtype,
-                         distinct=step.distinct("interaction"))
+        groups = _groups(step, "interaction", xp.reshape(interaction, (n,)), keep, dtype)
 
         gathered = xp.take(state.u, groups.rows, axis=0)
         old = _in_dtype(gathered, dtype, xp)  # (n, 2)
-        largest = groups.max(xp.max(z, axis=1), xp)
+        row_max = xp.max(z, axis=1)
+        largest = groups.max(row_max, xp.min(row_max))
         shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, self.gamma)
         column = xp.expand_dims(keep, 1)
         # <= 0 at kept positions (their group's maximum is in the shift); 0 elsewhere, so no
@@ -277,7 +234,7 @@ class ListwiseCELoss(LossDefinition):
         exponent = xp.where(column, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
         fresh = xp.sum(xp.exp(exponent), axis=1) / negatives
         moved = xp.expand_dims(groups.count > 0, 1)
-        new = xp.where(moved, xp.stack([carried + self.gamma * groups.pool(fresh, xp), shift],
+        new = xp.where(moved, xp.stack([carried + self.gamma * groups.mean(fresh), shift],
                                        axis=1), old)
         new = step.unmoved_as_gathered(new, gathered, moved)
         table = step.write_rows(state.u, groups.rows, new, gathered, equal_duplicates=True)
@@ -561,11 +518,10 @@ class NDCGLoss(LossDefinition):
 
         # u: moving average per interaction, pooled over duplicates, then read back.
         keep = xp.reshape(valid, (n,)) > 0
-        groups = _groups(xp, xp.reshape(interaction, (n,)), keep, self.num_interactions, dtype,
-                         distinct=step.distinct("interaction"))
+        groups = _groups(step, "interaction", xp.reshape(interaction, (n,)), keep, dtype)
         gathered = xp.take(state.u, groups.rows, axis=0)
         old = _in_dtype(gathered, dtype, xp)
-        estimate = groups.pool(xp.reshape(stop(g), (n,)), xp)
+        estimate = groups.mean(xp.reshape(stop(g), (n,)))
         moved = groups.count > 0
         new = xp.where(moved, (1 - self.gamma0) * old + self.gamma0 * estimate, old)
         new = step.unmoved_as_gathered(new, gathered, moved)
@@ -602,8 +558,7 @@ class NDCGLoss(LossDefinition):
         dtype = scores.dtype
         queries = axis_size(scores)
         positives = int(g.shape[1])
-        groups = _groups(xp, query, xp.ones_like(query) > 0, self.num_queries, dtype,
-                         distinct=step.distinct("query"))
+        groups = _groups(step, "query", query, None, dtype)
         old_lambda = _in_dtype(xp.take(state.lambda_q, groups.rows, axis=0), dtype, xp)
         fixed = stop(scores)
         # sigma((h_qj - lambda_q) / tau_1) with the old lambda, over the real candidates.
@@ -611,7 +566,7 @@ class NDCGLoss(LossDefinition):
         rate = xp.sum(above * column_valid, axis=1) / num_valid
         share = top_k / size if isinstance(size, float) else xp.reshape(
             top_k / size, (queries,))
-        grad_lambda = groups.pool(share + self.tau_2 * old_lambda - rate, xp)
+        grad_lambda = groups.mean(share + self.tau_2 * old_lambda - rate)
         new_lambda = old_lambda - self.eta0 * grad_lambda
         lambda_table = step.write_rows(state.lambda_q, groups.rows, new_lambda, old_lambda,
                                        equal_duplicates=True)
@@ -622,7 +577,7 @@ class NDCGLoss(LossDefinition):
         terms = stop(slope * psi) * g
         curvature = above * below / self.tau_1 * column_valid  # H_qj, 0 at padding
         old_s = _in_dtype(xp.take(state.s_q, groups.rows, axis=0), dtype, xp)
-        estimate = groups.pool(self.tau_2 + xp.sum(curvature, axis=1) / num_valid, xp)
+        estimate = groups.mean(self.tau_2 + xp.sum(curvature, axis=1) / num_valid)
         new_s = self.gamma1 * estimate + (1 - self.gamma1) * old_s  # >= gamma1 tau_2 > 0
         s_table = step.write_rows(state.s_q, groups.rows, new_s, old_s, equal_duplicates=True)
         if self.top_k_version == "theo":
