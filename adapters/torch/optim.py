@@ -10,11 +10,12 @@ parameters); each group holds the step count (``group["step"]``, a 0-d int64 CPU
 torch's own optimizers keep theirs), so ``state_dict()`` / ``load_state_dict``
 resume exactly, and a state dict of another model fails at load with the mismatch named.
 
-In eager mode a step runs the core rule once per group on the group's parameters as one flat
-vector (the buffers are views of one flat buffer per kind, updated in place as torch's own
-optimizers do: copy ``state_dict()`` to keep a snapshot), with the counters mirrored on the
-host, so a step costs the same few tensor ops for 4 parameters or 400 and reads no device
-value. Under ``torch.compile`` it runs the core rule per tensor.
+In eager mode a step runs the core rule on the group's parameters as one flat vector cut
+into cache-sized tiles (the buffers are views of one flat buffer per kind, updated in place
+as torch's own optimizers do: copy ``state_dict()`` to keep a snapshot), with the counters
+mirrored on the host, so a step costs a few tensor ops per tile, whether the tile holds 4
+parameters or 400, keeps no temporary larger than a tile and reads no device value. Under
+``torch.compile`` it runs the core rule per tensor.
 
 For a min-max loss (PESG + AUCMLoss, PDSCA + CompositionalAUCLoss) the loss's ``descent``
 auxiliaries form one more parameter group (``group["auxiliary"] is True``) and each
@@ -31,6 +32,7 @@ by the roles the loss declares.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -104,8 +106,12 @@ class XRiskOptimizer(torch.optim.Optimizer):
     # -- groups ---------------------------------------------------------------------------
     def _group_rule(self, group: dict[str, Any]) -> UpdateRule:
         """The core rule of ``group``'s hyper-parameters (validated once per distinct set)."""
-        key = tuple(_hashable(group[name]) for name in self._hyper_names)
-        rule = self._rules.get(key)
+        key = tuple(group[name] for name in self._hyper_names)
+        try:
+            rule = self._rules.get(key)
+        except TypeError:  # e.g. betas given as a list
+            key = tuple(_hashable(value) for value in key)
+            rule = self._rules.get(key)
         if rule is None:
             rule = self.rule.replace(**{n: group[n] for n in self._hyper_names})
             self._rules[key] = rule
@@ -169,16 +175,18 @@ class XRiskOptimizer(torch.optim.Optimizer):
                 if param.grad is not None and param.grad.is_sparse:
                     raise RuntimeError(f"{self.rule.name}: got a sparse gradient; expected dense "
                                        "gradients. Fix: build embeddings with sparse=False.")
-        # Eager: each group's parameters as flat vectors (a few tensor ops per group instead of
-        # a few per parameter). Compiled steps and rules without host counters go per tensor.
-        flat = not torch.compiler.is_compiling()
+        # Eager: each group's parameters as flat tiles (see _FlatPlan), with the step count on
+        # the host (PDSCA's phase a Python bool). Compiled steps and rules without host
+        # counters go per tensor.
+        eager = not torch.compiler.is_compiling()
         ascent_rates = None
         auxiliary_group = self._auxiliary_group()
         for position, group in enumerate(self.param_groups):
             rule = self._group_rule(group)
-            rates = rule.rates(group["step"], lr=group["lr"],
+            flat = eager and rule.host_counters
+            rates = rule.rates(int(group["step"]) if flat else group["step"], lr=group["lr"],
                                ce_lr=group.get("ce_learning_rate"))
-            if flat and rule.host_counters:
+            if flat:
                 self._update_flat(position, group, rule, rates)
             else:
                 self._update_each(group["params"], rule, rates, group["auxiliary"])
@@ -317,27 +325,36 @@ class XRiskOptimizer(torch.optim.Optimizer):
 _flatten = torch._utils._flatten_dense_tensors
 _unflatten = torch._utils._unflatten_dense_tensors
 
+#: Elements per tile of the eager path (see :class:`_FlatPlan`): the core rule's temporaries
+#: of one tile (a dozen vectors of this length) stay in a core's cache, so a step reads and
+#: writes each parameter, gradient and slot from memory about once, while the fixed cost of
+#: the rule's ~15 ops per tile stays small against the arithmetic.
+TILE = 1 << 16
+
 
 class _FlatPlan:
-    """Parameters of one group updated together as one flat vector in eager mode.
+    """Parameters of one group updated together, tile by tile, in eager mode.
 
     The members share dtype, device and counter values. Their float slots are views of one
-    flat buffer per slot (``self.state[p]`` holds the views, so ``state_dict`` and the per-tensor
-    path see ordinary per-parameter tensors); their counters are 0-d views of one int32 vector
-    per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`). The parameters'
-    values are mirrored in one flat vector too, refreshed only when a parameter changed outside
-    this plan (its version counter or storage moved: ``load_state_dict``, ``.to()``, an
-    in-place edit). A step costs the core rule's ops once, plus gathering the gradients and
-    writing back (two ops). Anything that rebinds a state entry (``load_state_dict``,
-    ``update_regularizer``, a compiled or per-tensor step) breaks the identity
-    :func:`_plans_match` checks, and the plans are rebuilt from the state at the next eager
-    step.
+    flat buffer per slot (``self.state[p]`` holds the views, so ``state_dict`` and the
+    per-tensor path see ordinary per-parameter tensors); their counters are 0-d views of one
+    int32 vector per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`).
+
+    A step cuts the members' flat index range into tiles of about :data:`TILE` elements (a
+    slice of a large parameter, or several small ones gathered) and runs the core rule on
+    each tile: the same element-wise arithmetic as on the whole vector, bit for bit, with
+    temporaries of one tile instead of the whole model, and the new values written straight
+    into the parameters and the slot buffers. Anything that rebinds a state entry
+    (``load_state_dict``, ``update_regularizer``, a compiled or per-tensor step) breaks the
+    identity :func:`_plans_match` checks, and the plans are rebuilt from the state at the
+    next eager step; the parameters themselves are read anew at every step.
     """
 
     def __init__(self, params: list[torch.Tensor], rule: UpdateRule,
                  state: dict[torch.Tensor, dict[str, torch.Tensor]],
                  counters: dict[str, int]) -> None:
         self.params = params
+        self.dtype, self.device = params[0].dtype, params[0].device
         self.counters = counters  # Python mirrors of the int32 views
         self.flats: dict[str, torch.Tensor] = {}
         self.views: list[dict[str, torch.Tensor]] = [{} for _ in params]
@@ -352,35 +369,201 @@ class _FlatPlan:
             self.flats[name] = flat
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
-        self.values = _flatten([p.detach() for p in params])  # the parameters, one vector
-        self.pieces = _unflatten(self.values, params)
-        self.seen = self._fingerprint()
-
-    def _fingerprint(self) -> list[tuple[int, int]]:
-        """Each parameter's version counter (bumped by every in-place write) and address."""
-        return [(p._version, p.data_ptr()) for p in self.params]
+        self.tiles = _tiles([p.numel() for p in params], TILE)
+        self.scratch: torch.Tensor | None = None  # (2, tile) of the in-place kernels
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
-        if self._fingerprint() != self.seen:  # written or moved since the last step
-            torch._foreach_copy_(self.pieces, [p.detach() for p in params])
-        # torch's own (DDP, apex) flatten: one C++ call, no Python loop of views
-        grad = _flatten([p.grad for p in params])
-        slots = rule.slots_type(**{name: self.counters.get(name, flat)
-                                   for name, flat in self.flats.items()})
-        new_param, new_slots = rule.update_param(grad, self.values, slots, rates,
-                                                 auxiliary=auxiliary)
-        self.values.copy_(new_param)
-        torch._foreach_copy_(params, self.pieces)
-        self.seen = self._fingerprint()
-        for name, flat in self.flats.items():
-            value = getattr(new_slots, name)
-            if name in self.counters:
-                if value != self.counters[name]:
-                    flat.fill_(value)
-                    self.counters[name] = value
-            elif value is not flat:
-                flat.copy_(value)
+        # Flat views of the live parameters and gradients (a copy where one is not
+        # contiguous, e.g. channels_last; its parameter is written back at the end).
+        values = [_flat_view(p) for p in params]  # no_grad: written in place like .data
+        grads = [_flat_view(p.grad) for p in params if p.grad is not None]  # all have one
+        slices = {name: flat for name, flat in self.flats.items() if name not in self.counters}
+        kernel = _in_place_kernel(rule, self.dtype, grads, rates)
+        scratch = self.scratch
+        if kernel is not None and scratch is None:
+            length = max(stop - start for start, stop, _ in self.tiles)
+            scratch = self.scratch = torch.empty((2, length), dtype=self.dtype,
+                                                 device=self.device)
+        counters = self.counters
+        for start, stop, pieces in self.tiles:
+            if len(pieces) == 1:
+                index, first, last = pieces[0]
+                value, grad = values[index][first:last], grads[index][first:last]
+            else:
+                value = torch.cat([values[i][a:b] for i, a, b in pieces])
+                grad = torch.cat([grads[i][a:b] for i, a, b in pieces])
+            tile = {name: flat[start:stop] for name, flat in slices.items()}
+            if kernel is not None and scratch is not None:
+                new_value = value
+                counters = kernel(rule, grad, value, tile, self.counters, rates, auxiliary,
+                                  scratch[:, :stop - start])
+            else:
+                new_value, new_slots = rule.update_param(
+                    grad, value, rule.slots_type(**self.counters, **tile), rates,
+                    auxiliary=auxiliary)
+                counters = {name: getattr(new_slots, name) for name in self.counters}
+                for name, piece in tile.items():
+                    new = getattr(new_slots, name)
+                    if new is not piece:
+                        piece.copy_(new)
+            if len(pieces) > 1:
+                torch._foreach_copy_([values[i][a:b] for i, a, b in pieces],
+                                     new_value.split([b - a for _, a, b in pieces]))
+            elif new_value is not value:
+                value.copy_(new_value)
+        for param, value in zip(params, values):
+            if not param.is_contiguous():
+                param.copy_(value.view(param.shape))
+        for name, count in counters.items():
+            if count != self.counters[name]:
+                self.flats[name].fill_(count)
+                self.counters[name] = count
+
+
+# --------------------------------------------------------------------------- in-place kernels
+# The core rules' update_param, op for op, in place on one tile: every element goes through
+# the same torch operations with the same operands in the same order (a product or sum with
+# its operands swapped is the same operation), so the results are the core rule's bit for bit
+# (tests/test_optim_torch.py checks it over drawn rules, shapes and dtypes), without the
+# rule's temporaries. ``d`` and ``t`` are the tile's two scratch vectors.
+
+Slots = dict[str, torch.Tensor]
+
+
+def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
+                   counters: dict[str, int], rates: Any, auxiliary: bool,
+                   scratch: torch.Tensor) -> dict[str, int]:
+    """:meth:`xrisk.optim.ClippedRule.update_param` in place (host counters)."""
+    d, t = scratch
+    lr = rates.lr
+    if rule.decoupled_weight_decay and rule.weight_decay > 0:
+        p.mul_(1 - lr * rule.weight_decay)
+    torch.clamp(grad, -rule.clip_value, rule.clip_value, out=d)  # _direction
+    if rule.epoch_decay > 0:
+        d.add_(torch.sub(p, slots["reference"], out=t).mul_(rule.epoch_decay))
+    if rule.weight_decay > 0 and not rule.decoupled_weight_decay:
+        d.add_(torch.mul(p, rule.weight_decay, out=t))
+    count = counters["count"]
+    if rule.mode == "adam":
+        beta1, beta2 = rule.betas
+        moment, second = slots["momentum"], slots["second_moment"]
+        moment.mul_(beta1).add_(torch.mul(d, 1 - beta1, out=t))
+        second.mul_(beta2).add_(torch.mul(d, 1 - beta2, out=t).mul_(d))
+        if rule.amsgrad:
+            second = torch.maximum(slots["max_second_moment"], second,
+                                   out=slots["max_second_moment"])
+        bias1, root2 = 1 - beta1 ** (count + 1), math.sqrt(1 - beta2 ** (count + 1))
+        denominator = torch.sqrt(second, out=d).div_(root2).add_(rule.eps)
+        p.sub_(torch.mul(moment, lr / bias1, out=t).div_(denominator))
+    elif rule.momentum > 0:
+        buffer = slots["momentum"]
+        if count == 0:
+            buffer.copy_(d)
+        elif rule.sgd_rule == "ema":
+            buffer.mul_(1 - rule.momentum).add_(torch.mul(d, rule.momentum, out=t))
+        else:
+            buffer.mul_(rule.momentum).add_(torch.mul(d, 1 - rule.dampening, out=t))
+        if rule.nesterov:
+            p.sub_(torch.mul(buffer, rule.momentum, out=t).add_(d).mul_(lr))
+        else:
+            p.sub_(torch.mul(buffer, lr, out=t))
+    else:
+        p.sub_(torch.mul(d, lr, out=t))
+    new = {"count": count + 1}
+    if rule.epoch_decay > 0:
+        slots["iterate_sum"].add_(p)
+        new["average_count"] = counters["average_count"] + 1
+    return new
+
+
+def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
+                 counters: dict[str, int], rates: Any, auxiliary: bool,
+                 scratch: torch.Tensor) -> dict[str, int]:
+    """:meth:`xrisk.optim.PDSCA.update_param` in place (host counters, a Python phase)."""
+    d, t = scratch
+    torch.clamp(grad, -rule.clip_value, rule.clip_value, out=d)
+    if rule.epoch_decay > 0:
+        d.add_(torch.sub(p, slots["reference"], out=t).mul_(rule.epoch_decay))
+    if rule.weight_decay > 0:
+        d.add_(torch.mul(p, rule.weight_decay, out=t))
+    ce, new = rates.ce_phase, dict(counters)
+    moved = not ce or not auxiliary
+    if ce and not auxiliary:  # a plain step, then the weight average
+        p.sub_(torch.mul(d, rates.ce_lr, out=t))
+        if rule.beta1 > 0:
+            average = slots["weight_average"]
+            if counters["ce_count"] == 0:
+                average.copy_(p)
+            else:
+                average.mul_(1 - rule.beta1).add_(torch.mul(p, rule.beta1, out=t))
+                p.copy_(average)
+        new["ce_count"] += 1
+    elif not ce:  # LibAUC's EMA momentum
+        buffer = slots["momentum"]
+        if counters["auc_count"] == 0:
+            buffer.copy_(d)
+        else:
+            buffer.mul_(1 - rule.beta2).add_(torch.mul(d, rule.beta2, out=t))
+        p.sub_(torch.mul(buffer, rates.lr, out=t))
+        new["auc_count"] += 1
+    if rule.epoch_decay > 0 and moved:
+        slots["iterate_sum"].add_(p)
+        new["average_count"] += 1
+    return new
+
+
+Kernel = Callable[..., dict[str, int]]
+#: The in-place kernel of each core rule's update_param (used for rules whose update_param is
+#: that one, on float32/float64 parameters with gradients of their dtype and number rates).
+_KERNELS: tuple[tuple[Callable[..., Any], Kernel], ...] = (
+    (xrisk.optim.ClippedRule.update_param, _clipped_step_),
+    (xrisk.optim.PDSCA.update_param, _pdsca_step_),
+)
+
+
+def _in_place_kernel(rule: UpdateRule, dtype: torch.dtype, grads: list[torch.Tensor],
+                     rates: Any) -> Kernel | None:
+    """The kernel of ``rule``, or None where the core rule must run (half-precision
+    parameters computed in float32, gradients of another dtype, a tensor learning rate, a
+    rule whose update_param or direction is its own)."""
+    if dtype not in (torch.float32, torch.float64) or any(g.dtype != dtype for g in grads):
+        return None
+    if any(not isinstance(r, int | float) for r in (rates.lr, rates.ce_lr, rates.ce_phase)
+           if r is not None):
+        return None
+    method = type(rule).update_param
+    if getattr(type(rule), "_direction", None) not in (None, xrisk.optim.ClippedRule._direction):
+        return None
+    return next((kernel for owner, kernel in _KERNELS if method is owner), None)
+
+
+def _flat_view(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` as a vector in its logical order: a view when it is contiguous."""
+    return tensor.view(-1) if tensor.is_contiguous() else tensor.reshape(-1)
+
+
+def _tiles(sizes: list[int], tile: int) -> list[tuple[int, int, list[tuple[int, int, int]]]]:
+    """Cut the flat range of members of ``sizes`` into consecutive ranges of ``tile``
+    elements (the last one shorter): ``(start, stop, pieces)`` with each piece a
+    ``(member, first, last)`` slice of one member. At least one tile, possibly empty, so the
+    counters move even for parameters without elements."""
+    tiles: list[tuple[int, int, list[tuple[int, int, int]]]] = []
+    pieces: list[tuple[int, int, int]] = []
+    start = filled = 0
+    for index, size in enumerate(sizes):
+        first = 0
+        while first < size:
+            last = min(size, first + tile - filled)
+            pieces.append((index, first, last))
+            filled += last - first
+            first = last
+            if filled == tile:
+                tiles.append((start, start + filled, pieces))
+                start, pieces, filled = start + filled, [], 0
+    if pieces or not tiles:
+        tiles.append((start, start + filled, pieces or [(0, 0, 0)]))
+    return tiles
 
 
 def _make_plans(params: list[torch.Tensor], rule: UpdateRule,
@@ -406,7 +589,7 @@ def _plans_match(members: tuple[torch.Tensor, ...], planned_rule: UpdateRule,
     if rule is not planned_rule and rule.slot_specs().keys() != planned_rule.slot_specs().keys():
         return False
     for plan in plans:
-        dtype, device = plan.values.dtype, plan.values.device
+        dtype, device = plan.dtype, plan.device
         for param, views in zip(plan.params, plan.views):
             if param.dtype != dtype or param.device != device:  # e.g. model.double()
                 return False

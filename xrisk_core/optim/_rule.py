@@ -304,6 +304,15 @@ def _select(condition: Any, if_true: Array, if_false: Array, xp: Any) -> Array:
     return xp.where(condition, if_true, if_false)
 
 
+def _branch(condition: Any, if_true: Callable[[], Array], if_false: Callable[[], Array],
+            xp: Any) -> Array:
+    """:func:`_select` of two lazily computed values: a Python bool computes only its own
+    branch (host counters), an array computes both and selects (jit)."""
+    if isinstance(condition, bool):
+        return if_true() if condition else if_false()
+    return xp.where(condition, if_true(), if_false())
+
+
 def _device(x: Array) -> Any:
     return backend_of(x).device(x)
 

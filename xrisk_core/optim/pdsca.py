@@ -11,6 +11,8 @@ from ._rule import (
     SlotSpec,
     UpdateRule,
     _as_compute,
+    _branch,
+    _in_dtype,
     _namespace,
     _select,
     _value_at,
@@ -82,6 +84,7 @@ class PDSCA(UpdateRule):
     """
 
     slots_type = PDSCASlots
+    host_counters = True
 
     def __init__(self, loss_fn: Any, *, learning_rate: LearningRate = 0.1,
                  ce_learning_rate: LearningRate | None = None, beta1: float = 0.99,
@@ -134,36 +137,38 @@ class PDSCA(UpdateRule):
                      auxiliary: bool = False) -> tuple[Array, Any]:
         xp = _namespace(param)
         dtype = compute_dtype(param, xp)
-        p, g = xp.astype(param, dtype), xp.astype(grad, dtype)
-        ce = rates.ce_phase
+        p, g = _in_dtype(param, dtype, xp), _in_dtype(grad, dtype, xp)
+        ce = rates.ce_phase  # an array under jit; a Python bool with host counters
         d = xp.clip(g, -self.clip_value, self.clip_value)
         if self.epoch_decay > 0:
             d = d + self.epoch_decay * (p - slots.reference)
         if self.weight_decay > 0:
             d = d + self.weight_decay * p
         new_slots: dict[str, Array] = {}
-        # CE phase: plain step, then the weight average (the loss's auxiliaries stay put).
-        ce_new = p - _as_compute(rates.ce_lr, dtype, xp) * d
         ce_moves = False if auxiliary else ce
-        if self.beta1 > 0:
-            later = (1 - self.beta1) * slots.weight_average + self.beta1 * ce_new
-            ce_new = xp.where(slots.ce_count == 0, ce_new, later)
-            new_slots["weight_average"] = _select(ce_moves, ce_new, slots.weight_average, xp)
-        # AUC phase: LibAUC's EMA momentum.
-        later = (1 - self.beta2) * slots.momentum + self.beta2 * d
-        momentum = xp.where(slots.auc_count == 0, d, later)
-        auc_new = p - _as_compute(rates.lr, dtype, xp) * momentum
-        new_slots.update(
-            momentum=_select(ce, slots.momentum, momentum, xp),
-            ce_count=slots.ce_count + _as_int(ce_moves, xp),
-            auc_count=slots.auc_count + _as_int(_negate(ce), xp),
-        )
-        new = _select(ce, p if auxiliary else ce_new, auc_new, xp)
-        new_param = xp.astype(new, param.dtype)
+        # A Python bool phase computes only its own branch; an array phase computes both and
+        # selects (the same numbers).
+        ce_new = auc_new = p
+        if ce is not False and not auxiliary:  # CE phase: a plain step, then the average
+            ce_new = p - _as_compute(rates.ce_lr, dtype, xp) * d
+            if self.beta1 > 0:
+                average, plain = slots.weight_average, ce_new
+                ce_new = _branch(slots.ce_count == 0, lambda: plain,
+                                 lambda: (1 - self.beta1) * average + self.beta1 * plain, xp)
+                new_slots["weight_average"] = _select(ce_moves, ce_new, average, xp)
+        if ce is not True:  # AUC phase: LibAUC's EMA momentum
+            buffer = slots.momentum
+            momentum = _branch(slots.auc_count == 0, lambda: d,
+                               lambda: (1 - self.beta2) * buffer + self.beta2 * d, xp)
+            auc_new = p - _as_compute(rates.lr, dtype, xp) * momentum
+            new_slots["momentum"] = _select(ce, buffer, momentum, xp)
+        new_slots.update(ce_count=slots.ce_count + _as_int(ce_moves, xp),
+                         auc_count=slots.auc_count + _as_int(_negate(ce), xp))
+        new_param = _in_dtype(_select(ce, ce_new, auc_new, xp), param.dtype, xp)
         if self.epoch_decay > 0:
             moved = _negate(ce) if auxiliary else True
             new_slots.update(
-                iterate_sum=_select(moved, slots.iterate_sum + xp.astype(new_param, dtype),
+                iterate_sum=_select(moved, slots.iterate_sum + _in_dtype(new_param, dtype, xp),
                                     slots.iterate_sum, xp),
                 average_count=slots.average_count + _as_int(moved, xp),
             )

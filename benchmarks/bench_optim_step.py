@@ -1,0 +1,273 @@
+"""Time and peak memory of one ``optimizer.step()`` of the xrisk torch optimizers.
+
+Each xrisk optimizer is timed against ``torch.optim`` doing the same arithmetic with
+``foreach=True`` (Adam for the Adam modes, AdamW for AdamW, momentum SGD for the SGD modes,
+PESG, PDSCA, MIDAM and LARS) and against LibAUC 2.0.1's optimizer of the same name, on an MLP
+and a small conv net (with batch norms: many small tensors) of about 0.1 M, 1 M and 10 M
+float32 parameters (``--large`` adds 25 M), with fixed random gradients, one thread and all
+threads::
+
+    python benchmarks/bench_optim_step.py
+    python benchmarks/bench_optim_step.py --all --large --threads 1
+
+The three optimizers of a row run in alternation (round 1 of each, then round 2, ...) on three
+copies of the model; the ratios are medians over the rounds of the paired ratios (xrisk /
+torch.optim, xrisk / LibAUC). Targets: xrisk <= 1.1x torch.optim and <= 0.8x LibAUC.
+
+Peak memory: the step's transient bytes (peak resident memory during one step, reset with
+``/proc/self/clear_refs``, minus the resident memory before it; glibc's mmap threshold is
+fixed at 64 KiB so that every freed buffer leaves the resident set), as a multiple of the
+parameters' bytes. Target: no more than torch.optim's + 0.1x. The script exits with status 1
+when a target fails (LibAUC's only when LibAUC is installed:
+``pip install libauc==2.0.1 --no-deps``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import paired_ratio  # noqa: E402
+
+# Every buffer of 64 KiB or more gets its own mapping, given back at free: the resident set
+# then follows the live buffers (must run before torch allocates).
+ctypes.CDLL("libc.so.6").mallopt(-3, 65536)  # M_MMAP_THRESHOLD
+
+import torch  # noqa: E402
+
+import xrisk.torch as xr  # noqa: E402
+
+SIZES = (100_000, 1_000_000, 10_000_000)
+LARGE = 25_000_000
+TORCH_TARGET = 1.1
+LIBAUC_TARGET = 0.8
+MEMORY_SLACK = 0.1  # transient bytes / parameter bytes above torch.optim's
+
+# name, xrisk constructor kwargs, the torch.optim baseline with the same arithmetic (class,
+# kwargs), LibAUC's kwargs; "loss" marks the min-max optimizers (they take a loss).
+ADAM = (torch.optim.Adam, {"lr": 1e-3, "weight_decay": 1e-5, "foreach": True})
+SGD_M = (torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "dampening": 0.1,
+                           "weight_decay": 1e-5, "foreach": True})
+CASES: list[tuple[str, str, dict[str, Any], tuple[type, dict[str, Any]], bool]] = [
+    # (label, xrisk name, kwargs, baseline, representative)
+    ("SOAP adam", "SOAP", {"mode": "adam"}, ADAM, True),
+    ("SOAP sgd", "SOAP", {"mode": "sgd", "learning_rate": 0.1}, SGD_M, True),
+    ("SOPA adam", "SOPA", {"mode": "adam"}, ADAM, False),
+    ("SOPA sgd", "SOPA", {"mode": "sgd", "learning_rate": 0.1}, SGD_M, False),
+    ("SOPAs adam", "SOPAs", {"mode": "adam"}, ADAM, False),
+    ("SOPAs sgd", "SOPAs", {"mode": "sgd", "learning_rate": 0.1}, SGD_M, False),
+    ("SOTAs adam", "SOTAs", {"mode": "adam"}, ADAM, False),
+    ("SOTAs sgd", "SOTAs", {"mode": "sgd", "learning_rate": 0.1}, SGD_M, False),
+    ("STACO adam", "STACO", {"mode": "adam"}, ADAM, False),
+    ("STACO sgd", "STACO", {"mode": "sgd", "learning_rate": 0.1}, SGD_M, False),
+    ("SONG adam", "SONG", {"mode": "adam", "learning_rate": 1e-3}, ADAM, False),
+    ("SONG sgd", "SONG", {"learning_rate": 0.1}, SGD_M, False),
+    ("Adam", "Adam", {}, ADAM, True),
+    ("AdamW", "AdamW", {}, (torch.optim.AdamW, {"lr": 1e-3, "weight_decay": 1e-2,
+                                                  "foreach": True}), False),
+    ("SGD", "SGD", {"learning_rate": 0.1, "momentum": 0.9}, SGD_M, False),
+    ("PESG sgd", "PESG", {"epoch_decay": 2e-3}, SGD_M, True),
+    ("PESG adam", "PESG", {"mode": "adam", "learning_rate": 1e-3}, ADAM, False),
+    ("PDSCA", "PDSCA", {}, SGD_M, True),
+    ("MIDAM", "MIDAM", {"learning_rate": 0.1, "momentum": 0.9}, SGD_M, True),
+    ("LARS", "LARS", {"learning_rate": 0.1}, SGD_M, True),
+]
+# LibAUC's spelling of the same configuration (lr for learning_rate, device for its buffers).
+LIBAUC_RENAMES = {"learning_rate": "lr"}
+
+
+def mlp(num_params: int) -> torch.nn.Module:
+    """Four square hidden layers and a head: about ``num_params`` parameters."""
+    width = max(8, round(math.sqrt(num_params / 4)))
+    layers: list[torch.nn.Module] = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
+
+
+def convnet(num_params: int) -> torch.nn.Module:
+    """Eight 3x3 conv + batch-norm blocks and a head: about ``num_params`` parameters in
+    ~26 tensors, most of them small."""
+    channels = max(4, round(math.sqrt(num_params / 72)))
+    layers: list[torch.nn.Module] = [torch.nn.Conv2d(3, channels, 3)]
+    for _ in range(8):
+        layers += [torch.nn.Conv2d(channels, channels, 3, padding=1),
+                   torch.nn.BatchNorm2d(channels), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                               torch.nn.Linear(channels, 1))
+
+
+MODELS: dict[str, Callable[[int], torch.nn.Module]] = {"MLP": mlp, "conv": convnet}
+
+
+def with_gradients(model: torch.nn.Module, seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    params = list(model.parameters())
+    for param in params:
+        param.grad = torch.randn(param.shape, generator=generator) * 0.01
+    return params
+
+
+def aux_gradients(loss: Any) -> None:
+    for name in ("a", "b", "alpha"):
+        tensor = getattr(loss, name)
+        tensor.grad = torch.full_like(tensor, 0.01)
+
+
+def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any
+          ) -> dict[str, Callable[[], Any]]:
+    """``{"xrisk": step, "torch": step, "LibAUC": step}`` over three copies of the model."""
+    label, name, kwargs, (baseline, baseline_kwargs), _ = case
+    steps: dict[str, Callable[[], Any]] = {}
+    params = with_gradients(model_fn(), 0)
+    if name in ("PESG", "PDSCA", "MIDAM"):
+        loss = (xr.CompositionalAUCLoss() if name == "PDSCA" else
+                xr.MIDAM_attention_pooling_loss(num_samples=8) if name == "MIDAM" else
+                xr.AUCMLoss())
+        aux_gradients(loss)
+        steps["xrisk"] = getattr(xr, name)(params, loss, **kwargs).step
+    else:
+        steps["xrisk"] = getattr(xr, name)(params, **kwargs).step
+    steps["torch"] = baseline(with_gradients(model_fn(), 0), **baseline_kwargs).step
+    if libauc is not None:
+        params = with_gradients(model_fn(), 0)
+        options = {LIBAUC_RENAMES.get(k, k): v for k, v in kwargs.items()}
+        if name in ("PESG", "PDSCA", "MIDAM"):
+            loss = (libauc.losses.CompositionalAUCLoss(device="cpu") if name == "PDSCA"
+                    else libauc.losses.AUCMLoss(device="cpu"))
+            aux_gradients(loss)
+            options.update(loss_fn=loss, device="cpu")
+            if name == "PESG":
+                options["verbose"] = False
+        elif name != "LARS":
+            options.update(verbose=False, device="cpu")
+        if name == "SONG":  # LibAUC's SONG has no learning-rate default either
+            options.setdefault("lr", 0.1)
+        steps["LibAUC"] = getattr(libauc.optimizers, name)(params, **options).step
+    return steps
+
+
+def rss(key: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
+
+def transient_bytes(step: Callable[[], Any]) -> int:
+    """Peak resident bytes of one step above those before it."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # resets VmHWM to the current resident set
+    before = rss("VmRSS:")
+    step()
+    return rss("VmHWM:") - before
+
+
+def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
+    """Seconds per step of each optimizer in each round (alternating, after a warm-up)."""
+    for step in steps.values():
+        step()
+        step()
+    start = time.perf_counter()
+    steps["torch"]()
+    per_round = max(1, min(20, round(0.05 / max(time.perf_counter() - start, 1e-6))))
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(repeats):
+        for key, step in steps.items():
+            start = time.perf_counter()
+            for _ in range(per_round):
+                step()
+            times[key].append((time.perf_counter() - start) / per_round)
+    return times
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--threads", default=f"1,{torch.get_num_threads()}",
+                        help="comma-separated thread counts (torch.set_num_threads)")
+    parser.add_argument("--models", default="MLP,conv")
+    parser.add_argument("--sizes", default=",".join(f"{n:.0e}" for n in SIZES))
+    parser.add_argument("--large", action="store_true", help=f"add {LARGE:.1e} parameters")
+    parser.add_argument("--all", action="store_true",
+                        help="every optimizer and mode (default: one of each update rule; "
+                             "SOPA, SOPAs, SOTAs, STACO, SONG, SGD share SOAP's code path)")
+    parser.add_argument("--only", default="", help="comma-separated row labels to run")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--no-libauc", action="store_true")
+    args = parser.parse_args(argv)
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.sizes = [int(float(n)) for n in args.sizes.split(",")] + ([LARGE] if args.large else [])
+    args.models = [m.strip() for m in args.models.split(",")]
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    args.cases = [c for c in CASES if (args.all or c[4] or c[0] in only)
+                  and (not only or c[0] in only)]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    libauc = None
+    if not args.no_libauc:
+        try:
+            from _libauc_shim import load_libauc
+            libauc = load_libauc()
+        except ImportError:
+            from _libauc_shim import MISSING_MESSAGE
+            print(MISSING_MESSAGE)
+    with open("/proc/loadavg") as load:
+        print(f"load average: {load.read().strip()}; torch {torch.__version__}")
+    print(f"optimizer.step(), float32, fixed random gradients; median of {args.repeats} "
+          f"alternating rounds; targets: xrisk <= {TORCH_TARGET}x torch.optim (foreach), "
+          f"<= {LIBAUC_TARGET}x LibAUC, transient memory <= torch.optim's + {MEMORY_SLACK}x")
+    header = (f"{'thr':>3} {'model':<5} {'params':>7} {'optimizer':<11} {'xrisk ms':>9} "
+              f"{'torch ms':>9} {'LibAUC ms':>10} {'/torch':>7} {'/LibAUC':>8} "
+              f"{'mem x':>6} {'torch x':>7}  verdict")
+    print(header)
+    print("-" * len(header))
+    failed = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        for model_name in args.models:
+            for size in args.sizes:
+                def model_fn(size=size, model_name=model_name):
+                    torch.manual_seed(0)
+                    return MODELS[model_name](size)
+
+                count = sum(p.numel() for p in model_fn().parameters())
+                for case in args.cases:
+                    steps = build(case, model_fn, libauc)
+                    times = time_rounds(steps, args.repeats)
+                    memory = {k: transient_bytes(steps[k]) / (4 * count)
+                              for k in ("xrisk", "torch")}
+                    del steps
+                    median = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+                    to_torch = paired_ratio(times["torch"], times["xrisk"])
+                    to_libauc = (paired_ratio(times["LibAUC"], times["xrisk"])
+                                 if "LibAUC" in times else math.nan)
+                    misses = [what for what, bad in (
+                        ("torch", to_torch > TORCH_TARGET),
+                        ("LibAUC", to_libauc > LIBAUC_TARGET),
+                        ("memory", memory["xrisk"] > memory["torch"] + MEMORY_SLACK)) if bad]
+                    verdict = "PASS" if not misses else "FAIL " + ",".join(misses)
+                    if misses:
+                        failed.append(f"{threads} {model_name} {count} {case[0]}")
+                    print(f"{threads:>3} {model_name:<5} {count / 1e6:>6.2f}M {case[0]:<11} "
+                          f"{median['xrisk']:>9.2f} {median['torch']:>9.2f} "
+                          f"{median.get('LibAUC', math.nan):>10.2f} {to_torch:>7.2f} "
+                          f"{to_libauc:>8.2f} {memory['xrisk']:>6.2f} {memory['torch']:>7.2f}"
+                          f"  {verdict}", flush=True)
+    print(f"{len(failed)} row(s) failed" if failed else "all targets met")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
