@@ -370,7 +370,7 @@ class _FlatPlan:
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
         self.tiles = _tiles([p.numel() for p in params], TILE)
-        self.scratch: torch.Tensor | None = None  # (2, tile) of the in-place kernels
+        self.scratch: torch.Tensor | None = None  # (4, tile), allocated at the first step
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
@@ -380,24 +380,26 @@ class _FlatPlan:
         grads = [_flat_view(p.grad) for p in params if p.grad is not None]  # all have one
         slices = {name: flat for name, flat in self.flats.items() if name not in self.counters}
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
-        scratch = self.scratch
-        if kernel is not None and scratch is None:
+        if self.scratch is None:
+            # Four tile vectors: the kernels' two, and a gathered tile's values and gradients.
             length = max(stop - start for start, stop, _ in self.tiles)
-            scratch = self.scratch = torch.empty((2, length), dtype=self.dtype,
-                                                 device=self.device)
+            self.scratch = torch.empty((4, length), dtype=self.dtype, device=self.device)
+        same_dtype = all(g.dtype == self.dtype for g in grads)
         counters = self.counters
         for start, stop, pieces in self.tiles:
+            scratch = self.scratch[:, :stop - start]
             if len(pieces) == 1:
                 index, first, last = pieces[0]
                 value, grad = values[index][first:last], grads[index][first:last]
             else:
-                value = torch.cat([values[i][a:b] for i, a, b in pieces])
-                grad = torch.cat([grads[i][a:b] for i, a, b in pieces])
+                value = torch.cat([values[i][a:b] for i, a, b in pieces], out=scratch[2])
+                grad = torch.cat([grads[i][a:b] for i, a, b in pieces],
+                                 out=scratch[3] if same_dtype else None)
             tile = {name: flat[start:stop] for name, flat in slices.items()}
-            if kernel is not None and scratch is not None:
+            if kernel is not None:
                 new_value = value
                 counters = kernel(rule, grad, value, tile, self.counters, rates, auxiliary,
-                                  scratch[:, :stop - start])
+                                  scratch[:2])
             else:
                 new_value, new_slots = rule.update_param(
                     grad, value, rule.slots_type(**self.counters, **tile), rates,
