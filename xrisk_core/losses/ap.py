@@ -177,8 +177,7 @@ class APLoss(BinaryLoss):
         # positives that share a dataset index pool their estimates (the duplicate rule), and
         # every other position carries its group's row, so duplicates write equal rows.
         groups = self.positive_groups(step, index, positive)
-        pooled = groups.pool(stop(sums) / batch, xp)  # (2, B)
-        estimate = xp.matrix_transpose(pooled)  # (B, 2): u_all, u_pos
+        estimate = groups.mean(xp.matrix_transpose(stop(sums) / batch))  # (B, 2): u_all, u_pos
         gathered = xp.take(state.u, groups.rows, axis=0)
         old = _in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
