@@ -41,7 +41,7 @@ import torch
 import xrisk
 from xrisk._adapter_support import compose_doc
 from xrisk.optim import UpdateRule, reset_reference
-from xrisk.optim._rule import check_number, refuse_foreign_arguments
+from xrisk.optim._rule import _namespace, check_number, refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
@@ -199,11 +199,16 @@ class XRiskOptimizer(torch.optim.Optimizer):
 
     def _update_each(self, params: Iterable[torch.Tensor], rule: UpdateRule, rates: Any,
                      auxiliary: bool) -> None:
-        """The core rule on each parameter with a gradient (new slot tensors are rebound)."""
+        """The core rule on each parameter with a gradient (new slot tensors are rebound), or
+        its in-place kernel in eager mode (LARS)."""
+        eager = not torch.compiler.is_compiling()
         for param in params:
             if param.grad is None:
                 continue
             state = self.state[param]
+            if eager and _lars_kernel_applies(rule, param, rates):
+                _lars_step_(rule, param.grad, param, state, rates.lr)
+                continue
             new_param, slots = rule.update_param(
                 param.grad, param, rule.slots_type(**state), rates, auxiliary=auxiliary)
             param.copy_(new_param)
@@ -513,6 +518,38 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
         slots["iterate_sum"].add_(p)
         new["average_count"] += 1
     return new
+
+
+def _lars_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
+                lr: float) -> None:
+    """:meth:`xrisk.optim.LARS.update_param` in place on one parameter (its norms need the
+    whole tensor: one transient buffer of the parameter's size, where the rule makes eight)."""
+    xp = _namespace(p)
+    scaled_step = torch.empty_like(p)
+    if not (rule.exclude_1d and p.ndim <= 1):
+        square = torch.empty_like(p)
+        d = grad
+        if rule.weight_decay > 0:
+            d = torch.mul(p, rule.weight_decay, out=scaled_step).add_(grad)
+        p_norm = xp.sqrt(xp.sum(torch.mul(p, p, out=square)))
+        d_norm = xp.sqrt(xp.sum(torch.mul(d, d, out=square)))
+        del square
+        scaled = (p_norm > 0) & (d_norm > 0)
+        ratio = rule.trust_coefficient * p_norm / xp.where(scaled, d_norm, xp.ones_like(d_norm))
+        grad = torch.mul(d, xp.where(scaled, ratio, xp.ones_like(ratio)), out=scaled_step)
+    step = torch.mul(grad, lr, out=scaled_step)
+    if rule.momentum > 0:
+        step = slots["momentum"].mul_(rule.momentum).add_(step)
+    p.sub_(step)
+
+
+def _lars_kernel_applies(rule: UpdateRule, param: torch.Tensor, rates: Any) -> bool:
+    """Whether :func:`_lars_step_` runs ``rule`` on ``param`` (LARS's own update_param, a
+    float32/float64 parameter with a gradient of its dtype, a number learning rate)."""
+    return (type(rule).update_param is xrisk.optim.LARS.update_param
+            and param.dtype in (torch.float32, torch.float64)
+            and param.grad is not None and param.grad.dtype == param.dtype
+            and isinstance(rates.lr, int | float))
 
 
 Kernel = Callable[..., dict[str, int]]
