@@ -523,7 +523,8 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
 def _lars_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                 lr: float) -> None:
     """:meth:`xrisk.optim.LARS.update_param` in place on one parameter (its norms need the
-    whole tensor: one transient buffer of the parameter's size, where the rule makes eight)."""
+    whole tensor: at most two transient buffers of the parameter's size, where the rule
+    makes eight)."""
     xp = _namespace(p)
     scaled_step = torch.empty_like(p)
     if not (rule.exclude_1d and p.ndim <= 1):
