@@ -206,20 +206,27 @@ class Step:
 
     def write_rows(self, table: Array, index: Array, new: Array, old: Array, *,
                    equal_duplicates: bool = False) -> Array:
-        """``table`` with rows ``index`` set to ``new`` — or kept at ``old`` for a bad batch.
+        """``table`` with rows ``index`` set to ``new`` — or left as they are for a bad batch.
 
         ``index`` may have any shape; ``new`` and ``old`` have shape ``index.shape + row``.
-        ``old`` must be the rows gathered at ``index`` before the step. Duplicate indices follow
-        :func:`xrisk._state.write_rows` (the last position wins); a loss whose rows for one
-        index are equal by construction passes ``equal_duplicates=True`` to skip resolving
-        them (an O(B^2) pass). Callers rebind the result.
+        ``old`` are the rows the step read at ``index``; the guard of a bad batch does not
+        trust them but reads the table's rows itself: a loss reads its rows in its compute
+        dtype, and float32 rows written back into a float64 table would change its digits.
+        Duplicate indices follow :func:`xrisk._state.write_rows` (the last position wins); a
+        loss whose rows for one index are equal by construction passes
+        ``equal_duplicates=True`` to skip resolving them (an O(B^2) pass). Callers rebind
+        the result.
         """
         xp = self.xp
-        rows = new if self.valid is None else xp.where(self.valid, new, old)
+        rows = new
         flat_index = index
         if len(index.shape) != 1:  # reshape only when needed: each one is an op eagerly
             flat_index = xp.reshape(index, (-1,))
             rows = xp.reshape(rows, (axis_size(flat_index), *table.shape[1:]))
+        if self.valid is not None:  # traced: a bad batch writes every row back bit for bit
+            if rows.dtype != table.dtype:
+                rows = xp.astype(rows, table.dtype)
+            rows = xp.where(self.valid, rows, xp.take(table, flat_index, axis=0))
         return write_rows(self.backend, table, flat_index, rows, xp=xp,
                           equal_duplicates=equal_duplicates)
 
@@ -449,6 +456,7 @@ class LossDefinition(Configured):
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
             return loss, new_state
+        new_state = self._unkeyed_kept(step, state, new_state)
         if empty is not False:
             loss = xp.where(empty, xp.zeros_like(loss), loss)
         return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
@@ -456,6 +464,26 @@ class LossDefinition(Configured):
     #: ``_loss(step, state, params, **inputs) -> (loss, new_state)``: the math, implemented
     #: by each loss with its declared inputs as keyword parameters.
     _loss: Callable[..., tuple[Array, Any]]
+
+    def _unkeyed_kept(self, step: Step, state: Any, new_state: Any) -> Any:
+        """``new_state`` with every table not keyed by an index (a loss-wide entry: a
+        schedule counter, a smoothing factor, tpAUC-KL's w) exactly as given where the batch
+        failed the in-graph checks.
+
+        Keyed tables are guarded row by row in :meth:`Step.write_rows`; a loss-wide entry is
+        returned whole, and a loss that computed it through the scores' dtype would hand back
+        a float64 entry rounded to float32. These entries are O(1) or O(labels): selecting
+        them costs nothing noticeable.
+        """
+        xp = step.xp
+        fields = new_state._asdict()
+        for name, table in self.state_tables().items():
+            if table.keys is None:
+                old, new = getattr(state, name), fields[name]
+                if new.dtype != old.dtype:
+                    new = xp.astype(new, old.dtype)
+                fields[name] = xp.where(step.valid, new, old)
+        return type(new_state)(**fields)
 
     def _widen_half(self, checked: dict[str, Array], containers: tuple[Array, ...], xp: Any,
                     ) -> dict[str, Array]:
