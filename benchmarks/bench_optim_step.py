@@ -277,7 +277,7 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
 def other_frameworks(args: argparse.Namespace) -> list[str]:
     """Rows of JAX (optax) and Keras, MLP only, all threads; returns the failed rows."""
     failed = []
-    for framework in args.frameworks:
+    for framework in (f for f in args.frameworks if f != "torch"):
         maker = {"jax": jax_steps, "tensorflow": keras_steps}[framework]
         baseline = {"jax": "optax", "tensorflow": "Keras"}[framework]
         for size in args.sizes:
