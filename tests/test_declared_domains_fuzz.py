@@ -26,8 +26,10 @@ trace time for a static fault) and every state table unchanged, and an error und
 The CI profile draws a few examples per loss and runs ``torch.compile`` on a sample of the
 losses; ``HYPOTHESIS_PROFILE=thorough`` draws hundreds and compiles every loss.
 
-Sections: (1) batch inputs, here; (2) stored state entries on load, by the same mechanism
-(the declared domains of the state tables), to be added below.
+This module fuzzes the batch inputs; its sibling ``tests/test_state_domains_fuzz.py`` fuzzes
+the stored state entries on load by the same mechanism (the state tables' declared domains).
+The helpers here (:func:`outside_values`, :func:`assert_bitwise_equal`, :func:`run_step`)
+serve any further section.
 """
 
 from __future__ import annotations
