@@ -438,19 +438,36 @@ class _FlatPlan:
 Slots = dict[str, torch.Tensor]
 
 
+def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
+                reference: torch.Tensor | None, scratch: torch.Tensor, *,
+                weight_decay: float) -> torch.Tensor:
+    """The core's ``d = clip(g) + epoch_decay·(θ - θ_ref) + weight_decay·θ`` in
+    ``scratch[0]``, or ``grad`` itself when nothing is clipped or added (a clip at infinity
+    is the identity, and the terms of a sum may swap places): read it, never write it."""
+    out, spare = scratch
+    clip = rule.clip_value
+    clipped = None if clip == math.inf else torch.clamp(grad, -clip, clip, out=out)
+    d = grad if clipped is None else clipped
+    if rule.epoch_decay > 0:
+        pull = torch.sub(p, reference, out=out if clipped is None else spare)
+        pull.mul_(rule.epoch_decay)
+        d = pull.add_(grad) if clipped is None else d.add_(pull)
+    if weight_decay > 0:
+        d = (torch.mul(p, weight_decay, out=out).add_(grad) if d is grad
+             else d.add_(torch.mul(p, weight_decay, out=spare)))
+    return d
+
+
 def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                    counters: dict[str, int], rates: Any, auxiliary: bool,
                    scratch: torch.Tensor) -> dict[str, int]:
     """:meth:`xrisk.optim.ClippedRule.update_param` in place (host counters)."""
-    d, t = scratch
+    free, t = scratch
     lr = rates.lr
     if rule.decoupled_weight_decay and rule.weight_decay > 0:
         p.mul_(1 - lr * rule.weight_decay)
-    torch.clamp(grad, -rule.clip_value, rule.clip_value, out=d)  # _direction
-    if rule.epoch_decay > 0:
-        d.add_(torch.sub(p, slots["reference"], out=t).mul_(rule.epoch_decay))
-    if rule.weight_decay > 0 and not rule.decoupled_weight_decay:
-        d.add_(torch.mul(p, rule.weight_decay, out=t))
+    d = _direction_(rule, grad, p, slots.get("reference"), scratch,
+                    weight_decay=0.0 if rule.decoupled_weight_decay else rule.weight_decay)
     count = counters["count"]
     if rule.mode == "adam":
         beta1, beta2 = rule.betas
@@ -461,7 +478,7 @@ def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
             second = torch.maximum(slots["max_second_moment"], second,
                                    out=slots["max_second_moment"])
         bias1, root2 = 1 - beta1 ** (count + 1), math.sqrt(1 - beta2 ** (count + 1))
-        denominator = torch.sqrt(second, out=d).div_(root2).add_(rule.eps)
+        denominator = torch.sqrt(second, out=free).div_(root2).add_(rule.eps)
         p.sub_(torch.mul(moment, lr / bias1, out=t).div_(denominator))
     elif rule.momentum > 0:
         buffer = slots["momentum"]
@@ -488,12 +505,9 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                  counters: dict[str, int], rates: Any, auxiliary: bool,
                  scratch: torch.Tensor) -> dict[str, int]:
     """:meth:`xrisk.optim.PDSCA.update_param` in place (host counters, a Python phase)."""
-    d, t = scratch
-    torch.clamp(grad, -rule.clip_value, rule.clip_value, out=d)
-    if rule.epoch_decay > 0:
-        d.add_(torch.sub(p, slots["reference"], out=t).mul_(rule.epoch_decay))
-    if rule.weight_decay > 0:
-        d.add_(torch.mul(p, rule.weight_decay, out=t))
+    t = scratch[1]
+    d = _direction_(rule, grad, p, slots.get("reference"), scratch,
+                    weight_decay=rule.weight_decay)
     ce, new = rates.ce_phase, dict(counters)
     moved = not ce or not auxiliary
     if ce and not auxiliary:  # a plain step, then the weight average
