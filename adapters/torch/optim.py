@@ -448,7 +448,7 @@ def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
     clip = rule.clip_value
     clipped = None if clip == math.inf else torch.clamp(grad, -clip, clip, out=out)
     d = grad if clipped is None else clipped
-    if rule.epoch_decay > 0:
+    if rule.epoch_decay > 0 and reference is not None:  # the slot exists with epoch decay
         pull = torch.sub(p, reference, out=out if clipped is None else spare)
         pull.mul_(rule.epoch_decay)
         d = pull.add_(grad) if clipped is None else d.add_(pull)
