@@ -397,9 +397,10 @@ class UpdateRule(Configured):
     #: The NamedTuple of one parameter's slots.
     slots_type: ClassVar[type] = ClippedSlots
     #: Whether :meth:`update_param` also takes its integer scalar slots (the counters) as
-    #: Python ints and returns them as Python ints. The torch adapter then keeps them on the
-    #: host in eager mode and updates a group's parameters as one flat vector, with Adam's bias
-    #: corrections as Python floats (no tensor op, no device read).
+    #: Python ints (and PDSCA's phase as a Python bool) and returns them as Python ints. The
+    #: torch adapter then keeps them on the host in eager mode and updates a group's
+    #: parameters as one flat vector, tile by tile, with Adam's bias corrections as Python
+    #: floats (no tensor op, no device read); so such a rule must be element-wise.
     host_counters: ClassVar[bool] = False
     learning_rate: LearningRate
 
