@@ -50,7 +50,7 @@ import xrisk
 from tests._cases import CASES, NUM_FEATURES
 from tests._frameworks import model_scores, score_names
 from tests._sizes import KEY_SPACES
-from xrisk._domain import Domain, Relation, Size
+from xrisk._domain import COUNT, Domain, Relation, Size
 from xrisk._validation import declared_domain
 
 #: Every registered loss, by name (the registry, read at import: new losses join here).
@@ -543,3 +543,94 @@ def test_bad_traced_batch_keeps_a_float64_state_under_float32_scores(name, mode)
     loss, new, _ = run_step(mode, definition, state, {}, batch)
     assert np.isnan(loss)
     assert_bitwise_equal(new, before, f"{mode} {name}")
+
+
+# -- the Domain itself: the host test and the in-graph test agree -------------------------------
+@st.composite
+def domains(draw):
+    """Domains with ends among a few edges (open or closed), whole numbers or not, NaN or
+    not."""
+    ends = st.sampled_from([-math.inf, -2.0, -1.0, 0.0, 0.5, 1.0, 3.0, math.inf])
+    low, high = sorted((draw(ends), draw(ends)))
+    return Domain(low, high, draw(st.booleans()), draw(st.booleans()), draw(st.booleans()),
+                  draw(st.booleans()))
+
+
+@_settings(ci_examples=20)
+@given(domain=domains(), dtype=st.sampled_from([np.float64, np.float32, np.float16, np.int64,
+                                                np.int8, np.uint8]),
+       data=st.data())
+def test_domain_host_and_graph_tests_agree(domain, dtype, data):
+    """``violations`` (host, per entry), ``admits`` (host, the fast path of every eager step)
+    and ``holds`` (in the graph, numpy / torch / JAX / TensorFlow) say the same of the same
+    values: the edges of the domain, the values just past them, NaN and the infinities."""
+    from xrisk.backends import tensorflow as tf_backend
+
+    candidates = [0, 1, 2, -1, -2, 3, 4, 0.5, 2.5, -0.5]
+    candidates += [end for end in (domain.low, domain.high) if not math.isinf(end)]
+    if np.dtype(dtype).kind == "f":
+        candidates += [np.nan, np.inf, -np.inf]
+        candidates += outside_values(domain, dtype)
+    values = data.draw(st.lists(st.sampled_from(candidates), min_size=0, max_size=6),
+                       label="values")
+    with np.errstate(invalid="ignore", over="ignore"):
+        array = np.asarray(values, dtype=np.float64).astype(dtype)
+    bad = domain.violations(array)
+    assert domain.admits(array) == (not bad.any())
+    graphs = {"numpy": np.asarray(domain.holds(array, np)),
+              "torch": domain.holds(torch.as_tensor(array), _torch_xp()).numpy(),
+              "jax": np.asarray(domain.holds(jnp.asarray(array), jnp)),
+              "tensorflow": domain.holds(tf.constant(array), tf_backend.namespace).numpy()}
+    for framework, holds in graphs.items():
+        np.testing.assert_array_equal(holds, ~bad, err_msg=f"{framework}: {domain} {array}")
+
+
+def _torch_xp():
+    import array_api_compat.torch as xp
+
+    return xp
+
+
+def test_domain_descriptions_read_as_sets():
+    assert Domain(1.0, integer=True).describe() == "integers in [1, ∞)"
+    assert Domain(0.0, low_open=True).describe() == "finite reals in (0, ∞)"
+    assert Domain(0.0, 1.0, integer=True).describe() == "{0, 1}"
+    assert Domain(0.0, 5.0, high_open=True, integer=True).describe() == "integers in [0, 5)"
+    assert Relation("a", "<", "b", where="c").describe() == \
+        "a < b on every row where c has an entry > 0"
+    assert Relation(Size("candidates"), "<=", 7.0).describe() == "the candidates width <= 7"
+
+
+class _Sized(xrisk.losses.LossDefinition):
+    """A toy loss with relations to a width: ``counts >= Size("batch")`` row by row (an
+    input against a dimension) and ``Size("batch") <= limit`` (static)."""
+
+    def __init__(self, limit: float = 4.0) -> None:
+        self.limit = limit
+
+    def inputs(self):
+        return (xrisk.losses.Input("scores", ("batch",), "score"),
+                xrisk.losses.Input("counts", ("batch",), "data", domain=COUNT))
+
+    def relations(self):
+        return (Relation("counts", ">=", Size("batch"), fix="pass counts >= the batch size"),
+                Relation(Size("batch"), "<=", self.limit))
+
+    def _loss(self, step, state, params, scores, counts):
+        return step.xp.sum(scores * counts), state
+
+
+def test_relations_to_a_width_eager_traced_and_static():
+    """A relation to a dimension's size holds row by row (eager: raise; jax.jit: NaN); one
+    between sizes and constants only is static and raises even while tracing."""
+    definition = _Sized()
+    state = definition.init(xp=np)
+    scores = np.array([0.5, 0.25, 0.75])
+    with pytest.raises(ValueError, match=r"counts >= the batch width fails at rows \[1\]: "
+                                         r"received counts=\[2\.0\], batch width 3"):
+        definition.apply(state, scores, np.array([3.0, 2.0, 5.0]))
+    step = jax.jit(lambda s, c: definition.apply(state, s, c)[0])
+    assert np.isnan(float(step(jnp.asarray(scores), jnp.asarray([3.0, 2.0, 5.0]))))
+    assert float(step(jnp.asarray(scores), jnp.asarray([3.0, 3.0, 5.0]))) == 6.0  # a good batch
+    with pytest.raises(ValueError, match=r"the batch width <= 4 fails"):
+        step(jnp.ones(5), jnp.full(5, 5.0))
