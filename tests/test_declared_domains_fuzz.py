@@ -488,6 +488,9 @@ ISSUE_CASES = {
                                                         r"\[0, ∞\); received \[-1\.0\]"),
     "num_relevant negative": ({"num_relevant": [-2.0, 2.0]}, r"num_relevant must be integers"),
     "num_relevant 0": ({"num_relevant": [0.0, 2.0]}, r"num_relevant must be integers in \[1"),
+    # Found while declaring: 2^130 - 1 overflows float32 (a NaN loss after the write).
+    "relevance 130": ({"relevance": [[130.0, 1.0], [2.0, 2.0]]},
+                      r"relevance must be finite reals in \[0, 64\]; received \[130\.0\]"),
 }
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Relation
+from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Domain, Relation
 from .._grouping import KeyGroups, group_keys
 from .._state import SHIFTED_MEAN, StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
@@ -46,6 +46,11 @@ Array = Any
 TOP_K_VERSIONS = ("theo", "prac")
 
 _LN2 = math.log(2.0)
+
+#: Graded relevance y of NDCG's gains 2^y - 1: at most 64, so a gain (<= 1.8e19) times the
+#: number of candidates stays finite in float32, the narrowest dtype a loss computes in
+#: (2^y overflows float32 from y = 128 on: a NaN loss after the state was written).
+GRADED_RELEVANCE = Domain(0.0, 64.0)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -434,7 +439,7 @@ class NDCGLoss(LossDefinition):
     def inputs(self) -> tuple[Input, ...]:
         return (
             Input("scores", ("queries", "candidates"), "score"),
-            Input("relevance", ("queries", "positives"), "relevance"),
+            Input("relevance", ("queries", "positives"), "relevance", domain=GRADED_RELEVANCE),
             Input("query", ("queries",), "index", keys="query"),
             Input("interaction", ("queries", "positives"), "index", keys="interaction"),
             Input("num_relevant", ("queries",), "data", domain=POSITIVE_COUNT),
