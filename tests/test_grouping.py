@@ -185,3 +185,144 @@ def test_grouping_builds_nothing_of_size_b_squared_and_sorts_the_keys_alone():
     assert max(sizes) <= batch, max(sizes)
     sorts = [eqn for eqn in equations if eqn.primitive.name == "sort"]
     assert len(sorts) == 1 and len(sorts[0].invars) == 1, sorts
+
+
+# --------------------------------------------------------------------------- the losses on it
+
+#: Every loss that pools rows through the one grouping, beyond ranking, AP and the pAUC family
+#: (tests/test_ranking_losses.py, tests/test_step_cost.py): name -> (options, inputs), the
+#: inputs drawn for a batch of ``size`` from ``rng`` with the dataset ``index``.
+def _views(rng, size, index):
+    return {"view1": rng.normal(size=(size, 4)), "view2": rng.normal(size=(size, 4)),
+            "index": index}
+
+
+def _bimodal(rng, size, index):
+    return {"image": rng.normal(size=(size, 4)), "text": rng.normal(size=(size, 4)),
+            "index": index}
+
+
+def _classes(rng, size, index):
+    # a row without a counted column is left out: the absent positions join the anchor's group
+    return {"logits": rng.normal(size=(size, 3)) * 3, "index": index,
+            "mask": rng.random((size, 3)) < 0.6}
+
+
+def _bags(rng, size, index, attention=False):
+    inputs = {"scores": rng.normal(size=(size, 3)), "labels": rng.integers(0, 2, size),
+              "index": index, "mask": rng.random((size, 3)) < 0.6}
+    if attention:
+        inputs["attention"] = rng.normal(size=(size, 3))
+    return inputs
+
+
+_POOLING = {
+    "GlobalContrastiveLoss": ({}, _views),
+    "GlobalContrastiveLoss individual": ({"temperature_scheme": "individual"}, _views),
+    "BimodalContrastiveLoss": ({}, _bimodal),
+    "BimodalContrastiveLoss individual": ({"temperature_scheme": "individual"}, _bimodal),
+    "InfoNCELoss": (None, _views),
+    "EntLossClassification SOX": ({"mode": "SOX", "gamma": 0.5}, _classes),
+    "EntLossClassification SCENT": ({"mode": "SCENT"}, _classes),
+    "MIDAM_softmax_pooling_loss": ({"gamma": 0.7}, _bags),
+    "MIDAM_attention_pooling_loss": ({"gamma": 0.7},
+                                     lambda rng, size, index: _bags(rng, size, index, True)),
+}
+
+
+def _pooling_loss(case, num_samples, dtype):
+    import xrisk.torch as xr
+
+    options, _ = _POOLING[case]
+    build = getattr(xr, case.split()[0])
+    if options is None:  # no state
+        return build(dtype=dtype)
+    return build(num_samples, dtype=dtype, **options)
+
+
+@pytest.mark.parametrize("case", list(_POOLING))
+@given(size=st.integers(1, 10), repeats=st.booleans(), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_losses_group_host_and_device_ranked_keys_alike(case, size, repeats, seed, dtype):
+    """The contrastive, extreme-classification and MIDAM losses group an eager CPU batch's
+    index by the host values the checks read (ranked by numpy), a batch the host cannot
+    read on the device: loss, gradients and new state are the same bit for bit, with
+    repeated indices or not, from a state that earlier steps wrote."""
+    from unittest import mock
+
+    import torch
+
+    from xrisk._adapter_support import METADATA_KEY
+
+    rng = np.random.default_rng(seed)
+    num_samples = 40
+    make = _POOLING[case][1]
+    warm = _pooling_loss(case, num_samples, dtype)
+    for _ in range(2):  # a start state inside every declared domain: training wrote it
+        warm(**{k: torch.as_tensor(v) for k, v in
+                make(rng, 6, rng.choice(num_samples, 6, replace=False)).items()})
+    start = warm.export_state()
+    index = rng.choice(5 if repeats else num_samples, size, replace=repeats)
+    inputs = make(rng, size, index)
+    runs = []
+    for on_device in (False, True):
+        loss_fn = _pooling_loss(case, num_samples, dtype)
+        if start:
+            loss_fn.load_state(start)
+        tensors = {k: torch.tensor(v, dtype=getattr(torch, dtype), requires_grad=True)
+                   if v.dtype.kind == "f" else torch.as_tensor(v) for k, v in inputs.items()}
+        # Values the host cannot read (as on an accelerator): checks and ranks in the graph.
+        patch = (mock.patch.object(get_backend("torch"), "inspectable", return_value=False)
+                 if on_device else mock.patch("xrisk._grouping.np.sort", wraps=np.sort))
+        with patch as sort:
+            loss = loss_fn(**tensors)
+        assert on_device or sort.called  # the host path ranked the index
+        floats = [t for t in tensors.values() if t.requires_grad]
+        grads = torch.autograd.grad(loss, floats)
+        runs.append((loss.detach().numpy(), [g.numpy() for g in grads],
+                     loss_fn.export_state()))
+    (loss_a, grads_a, state_a), (loss_b, grads_b, state_b) = runs
+    assert_array_equal(loss_a, loss_b)
+    for a, b in zip(grads_a, grads_b, strict=True):
+        assert_array_equal(a, b)
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        if key != METADATA_KEY:
+            assert_array_equal(state_a[key], state_b[key], err_msg=key)
+
+
+@pytest.mark.parametrize("case", list(_POOLING))
+def test_no_loss_compares_keys_pairwise(case):
+    """Design §3.1: a loss pools duplicate keys through the one grouping, not a B x B key
+    test of its own. Traced by JAX, no B x B intermediate comes from an integer array (the
+    keys), and the losses without pair terms (extreme classification, MIDAM) build nothing
+    of size B x B at all. The contrastive negatives mask is the grouping's ``same``, a float
+    test of the group ids."""
+    from xrisk import LOSSES
+    from xrisk.backends import get_backend as backend_named
+
+    batch = 7  # unlike every other dimension of the inputs
+    options, make = _POOLING[case]
+    name = case.split()[0]
+    definition = (LOSSES[name]() if options is None else LOSSES[name](40, **options))
+    xp = backend_named("jax").namespace
+    with jax.enable_x64(True):
+        state = definition.init(xp=xp, dtype=jnp.float64)
+        params = definition.init_params(xp=xp) if definition.auxiliaries() else None
+        inputs = {k: jnp.asarray(v) for k, v in
+                  make(np.random.default_rng(0), batch, np.arange(batch)).items()}
+
+        def step(inputs):
+            kwargs = {} if params is None else {"params": params}
+            return definition.apply(state, **inputs, **kwargs)
+
+        jaxpr = jax.make_jaxpr(step)(inputs)
+    square = batch * batch
+    pairwise = [eqn for eqn in _equations(jaxpr.jaxpr)
+                if any(int(np.prod(v.aval.shape)) == square for v in eqn.outvars)]
+    from_keys = [eqn for eqn in pairwise
+                 if any(jnp.issubdtype(v.aval.dtype, jnp.integer) and v.aval.shape
+                        for v in eqn.invars)]
+    assert not from_keys, from_keys
+    if name.startswith(("EntLoss", "MIDAM")):
+        assert not pairwise, pairwise

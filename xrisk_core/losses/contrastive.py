@@ -45,6 +45,7 @@ import math
 from typing import Any, NamedTuple
 
 from .._domain import REAL, Domain
+from .._grouping import KeyGroups, group_keys
 from .._state import SHIFTED_MEAN, StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
@@ -111,28 +112,24 @@ def _unit_rows(xp: Any, x: Array) -> Array:
 
 
 class _Groups(NamedTuple):
-    """Who is whom in a batch (every matrix (B, B), 0.0/1.0 in the scores' dtype)."""
+    """Who is whom in a batch: its positions grouped by dataset index
+    (:func:`xrisk._grouping.group_keys`) and the (B, B) negatives mask the pair terms need."""
 
-    same: Array  #: 1 where positions i and j hold one dataset index (the diagonal included)
-    count: Array  #: (B,) the duplicates of position i's index in the batch, itself included
-    negative: Array  #: 1 - same: j is a negative of anchor i
+    keys: KeyGroups  #: positions by dataset index: ``count``, ``mean``, ``max`` per group
+    negative: Array  #: (B, B) 1.0 where j holds another dataset index than anchor i
     num_neg: Array  #: (B,) negatives of each anchor, floored at 1
     has: Array  #: (B,) bool: the anchor has a negative
 
-    def pool(self, values: Array, xp: Any) -> Array:
-        """Per-position mean of ``values`` (B,) over the position's duplicates (``same`` is
-        symmetric, so the (1, B) @ (B, B) product takes the fast path)."""
-        return xp.reshape(xp.expand_dims(values, 0) @ self.same, (-1,)) / self.count
 
-
-def _groups(xp: Any, index: Array, dtype: Any) -> _Groups:
-    # An integer comparison: exact for every index (a float key test needs float64 above
-    # 2**24, which JAX without x64 lacks); the B x B cost is small next to the similarities.
-    same = xp.astype(xp.expand_dims(index, 1) == xp.expand_dims(index, 0), dtype)
-    negative = 1 - same
-    count = xp.sum(same, axis=1)
-    num_neg = xp.sum(negative, axis=1)
-    return _Groups(same, count, negative, xp.clip(num_neg, 1, None), num_neg > 0)
+def _groups(step: Step, index: Array, dtype: Any) -> _Groups:
+    """The batch's positions grouped by ``index`` (B,) in O(B log B), ranked on the host where
+    the checks read the index; the negatives mask from the group ids (exact integers)."""
+    keys = group_keys(index, backend=step.backend, xp=step.xp, dtype=dtype,
+                      host=step.host.get("index"))
+    negative = 1 - keys.same(dtype)
+    # Exact: B and the counts are integers far below 2**24.
+    num_neg = axis_size(index, dtype=dtype) - keys.count
+    return _Groups(keys, negative, step.xp.clip(num_neg, 1, None), num_neg > 0)
 
 
 def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
@@ -173,7 +170,7 @@ def _estimate(xp: Any, groups: _Groups, old: Array, directions: list[list[Array]
         row_max = xp.max(xp.where(negative > 0, z, low), axis=1)
         largest = row_max if largest is None else xp.maximum(largest, row_max)
     # The group's largest (duplicates share one row, so one shift).
-    largest = xp.max(xp.where(groups.same > 0, xp.expand_dims(largest, 0), low), axis=1)
+    largest = groups.keys.max(largest, low)
     old_tilde, old_shift = old[:, 0], old[:, 1]
     # Rows without a carried term (first visits, gamma = 1) get the new shift as their old
     # one, so that even the branch where() discards never evaluates exp(c_old - largest) > 0.
@@ -189,7 +186,7 @@ def _estimate(xp: Any, groups: _Groups, old: Array, directions: list[list[Array]
         for term in terms[1:]:
             total = total + term
         fresh = xp.sum(total, axis=1) / (len(direction) * groups.num_neg)
-        tildes.append(carried + weight * groups.pool(fresh, xp))
+        tildes.append(carried + weight * groups.keys.mean(fresh))
         exps.append(terms)
     tilde = tildes[0]
     for other in tildes[1:]:
@@ -235,7 +232,7 @@ class _TemperatureRule(NamedTuple):
         :math:`\tau \leftarrow \Pi_{[\tau_{min}, \tau_{max}]}(\tau - \eta m)` with
         :math:`\bar g` the mean of ``grad`` (B,) over the duplicates; old rows for anchors
         without negatives."""
-        momentum = (1 - self.beta) * old[:, 1] + self.beta * groups.pool(grad, xp)
+        momentum = (1 - self.beta) * old[:, 1] + self.beta * groups.keys.mean(grad)
         tau = xp.clip(old[:, 0] - self.eta * momentum, self.tau_min, self.tau_max)
         return xp.where(xp.expand_dims(groups.has, 1), xp.stack([tau, momentum], axis=1), old)
 
@@ -470,7 +467,7 @@ class GlobalContrastiveLoss(_TwoViews):
         dtype = view1.dtype
         if self.normalize:
             view1, view2 = _unit_rows(xp, view1), _unit_rows(xp, view2)
-        groups = _groups(xp, index, dtype)
+        groups = _groups(step, index, dtype)
         cross = view1 @ _transpose(xp, view2)  # S_ij = x_i . x'_j
         # Direction 1: anchors x_i against x'_j and x_j; direction 2: x'_i against x_j, x'_j.
         logits = [[cross, view1 @ _transpose(xp, view1)],
@@ -667,7 +664,7 @@ class BimodalContrastiveLoss(_TwoViews):
         dtype = image.dtype
         if self.normalize:
             image, text = _unit_rows(xp, image), _unit_rows(xp, text)
-        groups = _groups(xp, index, dtype)
+        groups = _groups(step, index, dtype)
         cross = image @ _transpose(xp, text)  # s_ij
         positive = xp.expand_dims(xp.sum(image * text, axis=1), 1)  # s_ii
         individual = self.temperature_scheme == "individual"
@@ -773,7 +770,7 @@ class InfoNCELoss(LossDefinition):
             view1, view2 = _unit_rows(xp, view1), _unit_rows(xp, view2)
         if index is None:
             index = xp.arange(axis_size(view1), dtype=step.backend.index_dtype)
-        negative = _groups(xp, index, dtype).negative
+        negative = _groups(step, index, dtype).negative
         cross = view1 @ _transpose(xp, view2) / self.tau
         positive = xp.sum(view1 * view2, axis=1) / self.tau
         rows = [[cross], [_transpose(xp, cross)]]

@@ -19,7 +19,8 @@ import math
 from typing import Any, NamedTuple
 
 from .._domain import BINARY, REAL
-from .._state import SMOOTHING, StateTable, axis_size, full_like, key_gaps, size_bound
+from .._grouping import group_keys
+from .._state import SMOOTHING, StateTable, axis_size
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 
@@ -186,37 +187,21 @@ class EntLossClassification(LossDefinition):
         ones = xp.ones_like(total)
         log_m = top + xp.log(xp.where(present, total, ones))  # (B,); no log 0 when absent
 
-        # Duplicates: the mean of m over the positions of one index, in log space.
-        batch = axis_size(index)
-        positions = xp.arange(batch, dtype=index.dtype)
-        gaps = key_gaps(xp.where(present, index, -1 - positions),
-                        xp.where(present, index, -1 - batch - positions),
-                        bound=max(self.num_samples, 2 * size_bound(batch)), xp=xp, dtype=dtype)
-        same = 1 - xp.clip(gaps, None, 1)
-        if same.dtype != dtype:
-            same = xp.astype(same, dtype)
-        count = xp.maximum(xp.sum(same, axis=1), xp.ones_like(size))
-        floor = xp.min(log_m)
-        group_top = xp.max(xp.where(same > 0, xp.expand_dims(log_m, 0), floor), axis=1)
-        spread = xp.where(same > 0, xp.expand_dims(log_m, 0) - xp.expand_dims(group_top, 1),
-                          xp.zeros_like(same))
-        pooled = group_top + xp.log(xp.where(present, xp.sum(xp.exp(spread) * same, axis=1)
-                                             / count, ones))
-
-        # Rows: present positions read and write their index; the others the first present
-        # position's (their new row repeats its row, so every write of one index is equal).
-        first = xp.min(xp.where(present, positions, full_like(positions, batch, xp)))
-        anchor = xp.reshape(first % batch, (1,))
-        rows = xp.where(present, index, xp.take(index, anchor, axis=0))
+        # Duplicates: the mean of m over the positions of one index, in log space. Positions
+        # without a counted column join the first present position's group (its row, its
+        # pooled value), so every write of one index is equal.
+        groups = group_keys(index, present, backend=step.backend, xp=xp, dtype=dtype,
+                            host=step.host.get("index"))
+        pooled = groups.log_mean_exp(log_m)
+        rows = groups.rows
         old = xp.take(state.nu, rows, axis=0)
         old = old if old.dtype == dtype else xp.astype(old, dtype)
         nu_old, seen = old[:, 0], old[:, 1] > 0
         moved = self._update(xp, nu_old, pooled, xp.astype(state.smoothing, dtype))
         nu_new = xp.where(seen, moved, pooled)
         new = xp.stack([nu_new, xp.ones_like(nu_new)], axis=1)
-        here = xp.expand_dims(present, 1)
-        new = xp.where(here, new, old)
-        new = xp.where(here, new, xp.take(new, anchor, axis=0))
+        # A batch without a present position writes back what it read.
+        new = xp.where(xp.expand_dims(groups.count > 0, 1), new, old)
         table = step.write_rows(state.nu, rows, new, old, equal_duplicates=True)
 
         stored = new if new.dtype == state.nu.dtype else xp.astype(

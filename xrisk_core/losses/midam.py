@@ -35,15 +35,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._domain import NONNEGATIVE, REAL
-from .._state import (
-    SHIFTED_MEAN,
-    SMOOTHING,
-    StateTable,
-    axis_size,
-    focus_rows,
-    key_gaps,
-    size_bound,
-)
+from .._grouping import KeyGroups, group_keys
+from .._state import SHIFTED_MEAN, SMOOTHING, StateTable
 from .._validation import check_count, check_fraction, check_positive
 from ._base import Auxiliary, Input, LossDefinition, Step
 from .auc import AUCMParams
@@ -62,15 +55,14 @@ Array = Any
 
 
 class _Bags(NamedTuple):
-    """The bags of one batch: which positions count, their rows and their duplicates."""
+    """The bags of one batch: which positions count and their positions grouped by bag."""
 
     mask: Array  #: (B, K) 1.0 where an instance is present
     size: Array  #: (B,) instances per position, floored at 1
     present: Array  #: (B,) bool: the position holds at least one instance
-    rows: Array  #: (B,) rows to read and write (absent positions point at the anchor's)
-    anchor: Array  #: (1,) the first present position (0 if none)
-    same: Array  #: (B, B) 1.0 where two present positions share a bag index
-    count: Array  #: (B,) row sums of ``same`` floored at 1
+    #: positions by bag index, pooling the present ones (:func:`xrisk._grouping.group_keys`);
+    #: ``rows`` (B,) to read and write, absent positions pointed at the first present one's
+    groups: KeyGroups
 
 
 class _MIDAMBase(LossDefinition):
@@ -130,47 +122,23 @@ class _MIDAMBase(LossDefinition):
         mask_f = xp.ones_like(like) if mask is None else xp.astype(mask, like.dtype)
         size = xp.sum(mask_f, axis=1)
         present = size > 0
-        rows, anchor = focus_rows(index, present, xp=xp)
-        # Keys: the bag index at present positions, a negative number elsewhere that no key
-        # on the other axis has, so one float test gives "both present, one bag".
-        batch = axis_size(index)
-        positions = xp.arange(batch, dtype=index.dtype)
-        gaps = key_gaps(xp.where(present, index, -1 - positions),
-                        xp.where(present, index, -1 - batch - positions),
-                        bound=max(self.num_samples, 2 * size_bound(batch)), xp=xp,
-                        dtype=like.dtype)
-        same = 1 - xp.clip(gaps, None, 1)
-        if same.dtype != like.dtype:
-            same = xp.astype(same, like.dtype)
-        count = xp.sum(same, axis=1)
-        return _Bags(mask_f, xp.maximum(size, xp.ones_like(size)), present, rows, anchor, same,
-                     xp.maximum(count, xp.ones_like(count)))
-
-    @staticmethod
-    def _pool(bags: _Bags, values: Array, xp: Any) -> Array:
-        """Mean of ``values`` (B,) over each present position's duplicates (``same`` is
-        symmetric, so the (1, B) @ (B, B) product is the row mean)."""
-        return xp.reshape(xp.expand_dims(values, 0) @ bags.same, (-1,)) / bags.count
-
-    @staticmethod
-    def _group_max(bags: _Bags, values: Array, low: Array, xp: Any) -> Array:
-        """Per position, the largest of ``values`` (B,) over its duplicates (``low`` for
-        absent positions)."""
-        return xp.max(xp.where(bags.same > 0, xp.expand_dims(values, 0), low), axis=1)
+        groups = group_keys(index, present, backend=step.backend, xp=xp, dtype=like.dtype,
+                            host=step.host.get("index"))
+        return _Bags(mask_f, xp.maximum(size, xp.ones_like(size)), present, groups)
 
     @staticmethod
     def _write(step: Step, table: Array, bags: _Bags, new: Array, old: Array,
                ) -> tuple[Array, Array]:
-        """Write the present bags' new rows (absent positions repeat the anchor's row, which
-        their redirected index holds); return the table and the rows as stored."""
+        """Write the bags' new rows (a batch without a present position writes back what it
+        read); return the table and the rows as stored. Absent positions read the first
+        present position's row and its bag's pooled values, so their new row is that
+        position's: the rows of one bag are equal by construction."""
         xp = step.xp
-        here = xp.expand_dims(bags.present, 1)
-        rows = xp.where(here, new, old)
-        rows = xp.where(here, rows, xp.take(rows, bags.anchor, axis=0))
+        rows = xp.where(xp.expand_dims(bags.groups.count > 0, 1), new, old)
         stored = rows if rows.dtype == table.dtype else xp.astype(
             xp.astype(rows, table.dtype), rows.dtype)
-        # Rows of one bag are equal by construction (pooled over its duplicates).
-        return step.write_rows(table, bags.rows, rows, old, equal_duplicates=True), stored
+        return (step.write_rows(table, bags.groups.rows, rows, old, equal_duplicates=True),
+                stored)
 
     def _objective(self, step: Step, bags: _Bags, h: Array, q: Array, labels: Array,
                    params: AUCMParams) -> Array:
@@ -346,10 +314,10 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
         z = stop(scores) / self.tau
         low = xp.min(z)  # a finite fill below every instance's z
         largest = xp.max(xp.where(bags.mask > 0, z, low), axis=1)
-        largest = self._group_max(bags, largest, low, xp)
-        old = xp.astype(xp.take(state.s, bags.rows, axis=0), dtype)  # (B, 2)
+        largest = bags.groups.max(largest, low)
+        old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 2)
         shift, decay = _shift_rows(xp, old[:, 0], old[:, 1], largest, gamma)
-        fresh = self._pool(bags, _masked_exp_mean(xp, z, shift, bags.mask, bags.size), xp)
+        fresh = bags.groups.mean(_masked_exp_mean(xp, z, shift, bags.mask, bags.size))
         new = xp.stack([decay * old[:, 0] + gamma * fresh, shift], axis=1)
         table, stored = self._write(step, state.s, bags, new, old)
 
@@ -474,13 +442,13 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
         omega, phi = stop(attention), stop(scores)
         low = xp.min(omega)
         largest = xp.max(xp.where(bags.mask > 0, omega, low), axis=1)
-        largest = self._group_max(bags, largest, low, xp)
-        old = xp.astype(xp.take(state.s, bags.rows, axis=0), dtype)  # (B, 3)
+        largest = bags.groups.max(largest, low)
+        old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 3)
         # The shift follows the denominator d (> 0); |n| <= max|phi| d, so n stays bounded too.
         shift, decay = _shift_rows(xp, old[:, 1], old[:, 2], largest, gamma)
-        fresh_n = self._pool(bags, _masked_exp_mean(xp, omega, shift, bags.mask, bags.size,
-                                                    phi), xp)
-        fresh_d = self._pool(bags, _masked_exp_mean(xp, omega, shift, bags.mask, bags.size), xp)
+        fresh_n = bags.groups.mean(_masked_exp_mean(xp, omega, shift, bags.mask, bags.size,
+                                                    phi))
+        fresh_d = bags.groups.mean(_masked_exp_mean(xp, omega, shift, bags.mask, bags.size))
         new = xp.stack([decay * old[:, 0] + gamma * fresh_n,
                         decay * old[:, 1] + gamma * fresh_d, shift], axis=1)
         table, stored = self._write(step, state.s, bags, new, old)
