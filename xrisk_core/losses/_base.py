@@ -433,10 +433,12 @@ class LossDefinition(Configured):
         ``inputs`` follow :meth:`inputs` (positionally or by name); ``params`` holds the
         trainable auxiliaries (``init_params``). See the class docstring for the math.
 
-        Half-precision scores (float16, bfloat16) are computed in the loss's float dtype
-        (that of its state or auxiliaries; float32 without them), as mixed-precision training
-        computes its losses: the returned loss has that dtype, and gradients flow back to
-        the scores in theirs. A batch without examples returns 0 and changes no state.
+        The loss computes in one float dtype, :meth:`_compute_dtype`: before any state is read,
+        every floating score and data input and every floating auxiliary is cast to it (a
+        no-op where the dtypes agree), so mixed inputs (a float64 view beside a float32 one,
+        float64 scores beside float32 auxiliaries, float16 scores) work in every framework.
+        The returned loss has that dtype, and gradients flow back to each input in its own.
+        A batch without examples returns 0 and changes no state.
         """
         bound = self.bind(inputs, named)
         self._check_containers(state, params)
@@ -447,7 +449,7 @@ class LossDefinition(Configured):
                                     *(f"params.{f}" for f in params._fields)))
         xp = backend.namespace
         checked, valid, empty, host = _validation.check_inputs(self, backend, bound, xp=xp)
-        checked = self._widen_half(checked, (*state, *params), xp)
+        checked, params = self._in_compute_dtype(checked, state, params, xp)
         if empty is True:
             return self._empty_loss(checked, params, xp), state
         # ``empty`` is an array where sizes are known only at run time (the inputs were padded
@@ -485,33 +487,75 @@ class LossDefinition(Configured):
                 fields[name] = xp.where(step.valid, new, old)
         return type(new_state)(**fields)
 
-    def _widen_half(self, checked: dict[str, Array], containers: tuple[Array, ...], xp: Any,
-                    ) -> dict[str, Array]:
-        """Score and data inputs of fewer than 32 bits, cast to the loss's float dtype: their
-        sums over a batch overflow or underflow (float16 tops at 65504, its normal numbers
-        start at 6e-5), and TensorFlow does not promote them against float32 auxiliaries.
-        Floating data inputs (counts, ideal DCG: never differentiated) then take the scores'
-        dtype, so float64 numpy data meets float32 scores on every backend (TensorFlow does
-        not promote mixed float dtypes)."""
-        widened = None
+    def _compute_dtype(self, inputs: Mapping[str, Array], containers: tuple[Array, ...],
+                       xp: Any) -> Any:
+        """The float dtype one ``apply`` computes in: the widest dtype of the score inputs,
+        each of fewer than 32 bits counted as the loss's float dtype.
+
+        The loss's float dtype is that of its state and auxiliaries (``containers``; the
+        adapters allocate both in the loss's ``dtype``), float32 without any. So
+
+        - scores of one dtype of 32 or 64 bits compute in it (a float32 model under a float64
+          state: float32 math, the rows cast to the tables' dtype when written);
+        - half-precision scores (float16, bfloat16) compute in the loss's float dtype, as
+          mixed-precision training computes its losses: their sums over a batch overflow or
+          underflow (float16 tops at 65504, its normal numbers start at 6e-5);
+        - score inputs of several dtypes (a float64 view beside a float32 one) compute in the
+          widest, the one that loses no digit of any input.
+
+        Examples
+        --------
+        >>> import numpy as np, xrisk
+        >>> loss_fn = xrisk.AUCMLoss()
+        >>> params = loss_fn.init_params(xp=np, dtype=np.float64)
+        >>> loss_fn._compute_dtype({"scores": np.zeros(2, np.float16)}, params, np)
+        dtype('float64')
+        >>> loss_fn._compute_dtype({"scores": np.zeros(2, np.float32)}, params, np)
+        dtype('float32')
+        """
+        loss_dtype = None
+        widest = None
         for spec in self.inputs():
-            x = checked[spec.name]
-            if spec.kind in ("score", "data") and x is not None and xp.finfo(x.dtype).bits < 32:
-                if widened is None:
-                    widened = next((v.dtype for v in containers
-                                    if xp.isdtype(v.dtype, "real floating")), xp.float32)
-                    checked = dict(checked)
-                checked[spec.name] = xp.astype(x, widened)
-        specs = self.inputs()
-        score = next((checked[spec.name] for spec in specs
-                      if spec.kind == "score" and checked[spec.name] is not None), None)
-        for spec in specs:
-            x = checked[spec.name]
-            if (spec.kind == "data" and x is not None and score is not None
-                    and xp.isdtype(x.dtype, "real floating") and x.dtype != score.dtype):
-                checked = dict(checked)
-                checked[spec.name] = xp.astype(x, score.dtype)
-        return checked
+            x = inputs.get(spec.name)
+            if spec.kind != "score" or x is None:
+                continue
+            dtype = x.dtype
+            if xp.finfo(dtype).bits < 32:
+                if loss_dtype is None:
+                    loss_dtype = next((v.dtype for v in containers
+                                       if xp.isdtype(v.dtype, "real floating")), xp.float32)
+                dtype = loss_dtype
+            if widest is None or xp.finfo(dtype).bits > xp.finfo(widest).bits:
+                widest = dtype
+        return widest
+
+    def _in_compute_dtype(self, checked: dict[str, Array], state: Any, params: Any, xp: Any,
+                          ) -> tuple[dict[str, Array], Any]:
+        """The checked inputs and the auxiliaries, their floating score and data inputs and
+        floating auxiliaries cast to :meth:`_compute_dtype` (state tables are not: a loss
+        reads its rows in the scores' dtype and writes them back in the tables').
+
+        One rule for every loss, applied before any state row is read or written: TensorFlow
+        does not promote mixed float dtypes (float64 scores against float32 auxiliaries or
+        a float32 view raise in the middle of a step), torch's matmul refuses them, and
+        data inputs (counts, ideal DCG: never differentiated) given as float64 numpy arrays
+        must meet float32 scores. The casts are differentiable: gradients reach every input
+        and auxiliary in its own dtype. Auxiliaries are O(1) or O(labels), so casting them
+        costs nothing noticeable.
+        """
+        dtype = self._compute_dtype(checked, (*state, *params), xp)
+        if dtype is None:
+            return checked, params
+        cast = dict(checked)
+        for spec in self.inputs():
+            x = cast[spec.name]
+            if (spec.kind in ("score", "data") and x is not None
+                    and xp.isdtype(x.dtype, "real floating") and x.dtype != dtype):
+                cast[spec.name] = xp.astype(x, dtype)
+        if any(xp.isdtype(v.dtype, "real floating") and v.dtype != dtype for v in params):
+            params = type(params)(*(xp.astype(v, dtype) if xp.isdtype(v.dtype, "real floating")
+                                    and v.dtype != dtype else v for v in params))
+        return cast, params
 
     def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:
         """The loss of a batch without examples: 0, in the scores' dtype, connected to the
