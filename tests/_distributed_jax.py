@@ -143,32 +143,42 @@ def check_loss(name: str, mesh) -> list[str]:
 
 
 def check_misuse(mesh) -> list[str]:
-    """A loss traced in shard_map on a device's part warns; on gather_batch's output not."""
+    """A loss traced in shard_map on a device's part warns; on gather_batch's output not.
+    With check_vma=False (and in jax.pmap) every call warns: JAX types no input as a
+    device's part there, and a gathered call's gradient is wrong."""
     import warnings
 
     import xrisk.jax as xr
 
     problems = []
-    for gathered in (False, True):
-        loss_fn = xr.APLoss(num_samples=4)
+    batch = (jnp.array([0.9, 0.2, 0.6, 0.4]), jnp.array([1, 0, 1, 0]), jnp.array([0, 1, 2, 3]))
+    for check_vma in (True, False, "pmap"):
+        for gathered in (False, True):
+            loss_fn = xr.APLoss(num_samples=4)
 
-        def inner(scores, labels, index, loss_fn=loss_fn, gathered=gathered):
-            batch = {"scores": scores, "labels": labels, "index": index}
-            if gathered:
-                batch = xd.gather_batch(loss_fn, **batch)
-            return loss_fn.apply(loss_fn.init(), **batch)[0][None]
+            def inner(scores, labels, index, loss_fn=loss_fn, gathered=gathered):
+                batch = {"scores": scores, "labels": labels, "index": index}
+                if gathered:
+                    batch = xd.gather_batch(loss_fn, **batch)
+                return loss_fn.apply(loss_fn.init(), **batch)[0][None]
 
-        run = jax.shard_map(inner, mesh=mesh, in_specs=(P("data"),) * 3,
-                            out_specs=P() if gathered else P("data"))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            # The check reads types while tracing: trace only (an eager shard_map would
-            # compile every operation of the loss on its own, seconds).
-            jax.make_jaxpr(run)(jnp.array([0.9, 0.2, 0.6, 0.4]), jnp.array([1, 0, 1, 0]),
-                                jnp.array([0, 1, 2, 3]))
-        warned = [w for w in caught if issubclass(w.category, xd.DistributedWarning)]
-        if bool(warned) == gathered:
-            problems.append(f"shard_map gathered={gathered}: warnings {warned}")
+            if check_vma == "pmap":
+                run = jax.pmap(inner, axis_name="data")
+                args = tuple(x.reshape(2, -1) for x in batch)
+            else:
+                run = jax.shard_map(inner, mesh=mesh, in_specs=(P("data"),) * 3,
+                                    out_specs=P() if gathered else P("data"),
+                                    check_vma=check_vma)
+                args = batch
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                # The check reads types while tracing: trace only (an eager shard_map would
+                # compile every operation of the loss on its own, seconds).
+                jax.make_jaxpr(run)(*args)
+            warned = [w for w in caught if issubclass(w.category, xd.DistributedWarning)]
+            if bool(warned) != (check_vma is not True or not gathered):
+                problems.append(f"shard_map check_vma={check_vma} gathered={gathered}: "
+                                f"warnings {[str(w.message) for w in warned]}")
     return problems
 
 

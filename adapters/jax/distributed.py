@@ -37,7 +37,7 @@ asynchronous dispatch of many steps of cross-device collectives can time out the
 all-gathers the declared batch inputs with ``to="invarying"`` so that the loss, the new state
 and the gradients are the same on every device (the default ``all_gather`` output varies
 over the axis, and shard_map then cannot prove the replicated outputs; ``check_vma=False``
-silently gives wrong gradients).
+gives wrong gradients, and a loss traced there warns, see :func:`check_call`).
 
 **Sharded state.** :func:`shard_state` places every table the loss addresses by an index
 input row-sharded over the mesh axis (blocks of rows, padded to a multiple of the device
@@ -86,11 +86,39 @@ def _varying_axes(value: Any) -> frozenset:
     return frozenset(varying)
 
 
+def _unchecked_manual_axes() -> tuple:
+    """The manual mesh axes of an enclosing ``shard_map(..., check_vma=False)`` (``jax.pmap``
+    runs as one), empty elsewhere.
+
+    Without the check JAX types no value as varying over an axis, so a device's part of the
+    batch looks like the gathered batch. Being inside manual axes is public
+    (``jax.sharding.get_abstract_mesh().manual_axes``); whether the check is on shows in the
+    type of an axis index, which varies over its axis by definition and is typed so exactly
+    when the check is on. The probe runs in ``jax.eval_shape``'s own trace, so no operation
+    enters the caller's program.
+    """
+    get_mesh = getattr(jax.sharding, "get_abstract_mesh", None)
+    manual = tuple(getattr(get_mesh(), "manual_axes", ())) if get_mesh is not None else ()
+    if not manual:
+        return ()
+    typed: list[frozenset] = []
+
+    def probe() -> Any:
+        index = jax.lax.axis_index(manual[0])
+        typed.append(_varying_axes(index))
+        return index
+
+    jax.eval_shape(probe)
+    return () if typed and typed[0] else manual
+
+
 def check_call(loss: Any, inputs: tuple, named: Mapping[str, Any]) -> None:
     """Warn once per loss when it is traced inside ``shard_map`` on a device's own part of
     the batch (a batch input that varies over a mesh axis): each device would then run the
-    loss on a different, smaller batch. Costs nothing at run time (it reads types while
-    tracing)."""
+    loss on a different, smaller batch. Inside ``shard_map(..., check_vma=False)`` (or
+    ``jax.pmap``) that cannot be told from the gathered batch, whose gradient is wrong there
+    anyway: any call there warns. Costs nothing at run time (it reads types while tracing).
+    """
     if loss.__dict__.get("_xrisk_warned"):
         return
     definition = _core._definition(loss)
@@ -98,17 +126,30 @@ def check_call(loss: Any, inputs: tuple, named: Mapping[str, Any]) -> None:
     plan = _core.gather_plan(definition)
     axes = frozenset().union(*(_varying_axes(bound[name]) for name in plan.gathered
                                if bound.get(name) is not None))
+    fix = ("Fix: loss_fn.apply(state, **xrisk.jax.distributed.gather_batch(loss_fn, scores, "
+           "labels, index, axis_name=...)) inside jax.shard_map with check_vma=True (the "
+           "default), or plain jax.jit with the batch sharded "
+           "(xrisk.jax.distributed.shard_batch).")
     if axes:
         object.__setattr__(loss, "_xrisk_warned", True)
         warnings.warn(
             f"{definition.name} was traced inside shard_map on inputs that vary over the mesh "
             f"axes {sorted(map(str, axes))}: each device then runs the loss on its own part "
             "of the batch, not the global batch, and the state copies disagree. Expected "
-            "the global batch. Fix: loss_fn.apply(state, **xrisk.jax.distributed."
-            "gather_batch(loss_fn, scores, labels, index, axis_name=...)), or plain "
-            "jax.jit with the batch sharded (xrisk.jax.distributed.shard_batch).",
-            DistributedWarning, stacklevel=3,
-        )
+            f"the global batch. {fix}", DistributedWarning, stacklevel=3)
+        return
+    unchecked = _unchecked_manual_axes()
+    if unchecked:
+        object.__setattr__(loss, "_xrisk_warned", True)
+        warnings.warn(
+            f"{definition.name} was traced inside shard_map with check_vma=False (or "
+            f"jax.pmap) over the mesh axes {sorted(map(str, unchecked))}: JAX then types no "
+            "input as a device's part, so a per-device call (each device runs the loss on "
+            "its own smaller batch) cannot be told from a gathered one, and with the batch "
+            "gathered the gradient misses the other devices' scores. Expected "
+            "check_vma=True. "
+            f"{fix} (Summing the gradients over the devices by hand, with the batch "
+            "gathered? Then filter this warning.)", DistributedWarning, stacklevel=3)
 
 
 def batch_sharding(loss: Any, mesh: Mesh, axis: str = "data") -> dict[str, NamedSharding]:
