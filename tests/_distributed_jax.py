@@ -34,6 +34,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 from tests._distributed import LR, compare, loss_names, make_plan, score_names  # noqa: E402
 from xrisk import distributed as core  # noqa: E402
+from xrisk._adapter_support import METADATA_KEY  # noqa: E402
 from xrisk.jax import distributed as xd  # noqa: E402
 
 
@@ -137,7 +138,7 @@ def check_loss(name: str, mesh) -> list[str]:
         problems += compare(name, got, want, mode)
         if shards is not None:
             assembled = core.assemble_shards(plan.definition, shards)
-            keys = set(plan.definition.state_shapes())
+            keys = {*plan.definition.state_shapes(), METADATA_KEY}
             problems += compare(name, assembled, {k: want[k] for k in keys}, "assembled")
     return problems
 

@@ -27,6 +27,7 @@ import tensorflow as tf  # noqa: E402
 import xrisk.tensorflow as xr  # noqa: E402
 from tests._distributed import LR, compare, loss_names, make_plan, score_names  # noqa: E402
 from xrisk import distributed as core  # noqa: E402
+from xrisk._adapter_support import METADATA_KEY  # noqa: E402
 from xrisk.tensorflow import distributed as xd  # noqa: E402
 
 #: Run the distributed steps in tf.function (True) or eagerly (False: no tracing, which
@@ -178,7 +179,8 @@ def check_loss(name: str, strategy) -> list[str]:
             fresh = make_loss(plan, sharded=False)
             fresh.load_state(core.assemble_shards(plan.definition, shards))
             problems += compare(name, fresh.export_state(),
-                                {k: want[k] for k in plan.definition.state_shapes()},
+                                {k: want[k] for k in (*plan.definition.state_shapes(),
+                                                      METADATA_KEY)},
                                 "assembled")
     return problems
 

@@ -24,6 +24,7 @@ from torch import nn  # noqa: E402
 import xrisk.torch as xr  # noqa: E402
 from tests._distributed import LR, compare, loss_names, make_plan, score_names  # noqa: E402
 from xrisk import distributed as core  # noqa: E402
+from xrisk._adapter_support import METADATA_KEY  # noqa: E402
 from xrisk.torch.distributed import ShardedLoss, gather_batch  # noqa: E402
 
 
@@ -100,7 +101,7 @@ def check_loss(name: str, rank: int, world: int) -> list[str]:
     shards: list = [None] * world
     dist.all_gather_object(shards, loss_fn.export_shard())
     assembled = core.assemble_shards(plan.definition, shards)
-    state_keys = set(plan.definition.state_shapes())
+    state_keys = {*plan.definition.state_shapes(), METADATA_KEY}  # the export names its loss
     problems += compare(name, assembled, {k: want[k] for k in state_keys}, "assembled")
     fresh = ShardedLoss(plan.definition, dtype="float64")
     fresh.load_shard(shards[rank])

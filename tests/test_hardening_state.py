@@ -13,7 +13,7 @@ import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
-from xrisk._adapter_support import checked_state_arrays
+from xrisk._adapter_support import METADATA_KEY, checked_state_arrays
 
 N = 5
 ADAPTERS = {"torch": xtorch, "tensorflow": xtf, "jax": xjax}
@@ -30,6 +30,22 @@ def _current(framework, loss_fn, loaded):
     if framework == "jax":
         return loss_fn.export_state(*loaded) if loaded is not None else None
     return loss_fn.export_state()
+
+
+def _as_export(loss_fn, framework, arrays):
+    """``arrays`` as an export of ``loss_fn`` (its metadata entry added): a state edited from
+    ``export_state()``, so that each check below is the one reached."""
+    if not isinstance(arrays, dict):
+        return arrays
+    exported = (loss_fn.export_state(loss_fn.init(), loss_fn.init_params())
+                if framework == "jax" else loss_fn.export_state())
+    return {**arrays, METADATA_KEY: exported[METADATA_KEY]}
+
+
+def _assert_same(current, before):
+    assert current.keys() == before.keys()
+    for key, value in current.items():
+        np.testing.assert_array_equal(value, before[key], err_msg=key)
 
 
 def _good_u(dtype=np.float32):
@@ -64,10 +80,10 @@ BAD_STATES = {
 def test_bad_state_is_rejected_and_nothing_changes(framework, case):
     arrays, error, message = BAD_STATES[case]
     loss_fn = _loss(framework, "APLoss", N)
-    loaded = loss_fn.load_state({"u": _good_u()})
+    loaded = loss_fn.load_state(_as_export(loss_fn, framework, {"u": _good_u()}))
     before = _current(framework, loss_fn, loaded)
     with pytest.raises(error, match=message) as caught:
-        loss_fn.load_state(arrays)
+        loss_fn.load_state(_as_export(loss_fn, framework, arrays))
     assert "expected" in str(caught.value) and "Fix:" in str(caught.value)
     after = _current(framework, loss_fn, loaded)
     np.testing.assert_array_equal(after["u"], before["u"])
@@ -79,10 +95,10 @@ def test_auxiliary_outside_its_bounds_is_rejected(framework):
     good = {"a": np.float32(0.5), "b": np.float32(0.2), "alpha": np.float32(0.3)}
     loaded = loss_fn.load_state(good)
     before = _current(framework, loss_fn, loaded)
-    with pytest.raises(ValueError, match=r"state\['alpha'\] = \[-0.5\] lies outside its bounds "
-                                         r"\[0.0, inf\].*Fix:.*np.clip"):
+    with pytest.raises(ValueError, match=r"state\['alpha'\] holds \[-0.5\], outside its domain; "
+                                         r"expected finite reals in \[0, ∞\).*Fix:.*np.clip"):
         loss_fn.load_state({**good, "alpha": np.float32(-0.5)})
-    assert _current(framework, loss_fn, loaded) == before
+    _assert_same(_current(framework, loss_fn, loaded), before)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -98,7 +114,7 @@ def test_integer_state_takes_integers_only(framework):
                                             r"1099511627776\]; expected int32 values")]:
         with pytest.raises(ValueError, match=message):
             loss_fn.load_state({**good, "step": step})
-    assert _current(framework, loss_fn, loaded) == before
+    _assert_same(_current(framework, loss_fn, loaded), before)
     assert int(before["step"]) == 3
 
 
@@ -109,14 +125,14 @@ def test_float64_into_float32_is_cast_with_a_warning(framework):
     loss_fn = _loss(framework, "APLoss", N)
     with pytest.warns(xrisk.StateCastWarning, match=r"load_state rounds u \(float64 -> "
                                                     r"float32\).*Fix: build the loss with"):
-        loaded = loss_fn.load_state({"u": values})
+        loaded = loss_fn.load_state(_as_export(loss_fn, framework, {"u": values}))
     state = _current(framework, loss_fn, loaded)
     assert state["u"].dtype == np.float32
     np.testing.assert_array_equal(state["u"], values.astype(np.float32))
     wide = _loss(framework, "APLoss", N, dtype="float64")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        loaded = wide.load_state({"u": _good_u(np.float32)})
+        loaded = wide.load_state(_as_export(wide, framework, {"u": _good_u(np.float32)}))
     np.testing.assert_array_equal(_current(framework, wide, loaded)["u"], _good_u(np.float32))
 
 
@@ -135,13 +151,14 @@ def test_a_jax_export_loads_without_any_warning(target):
     """JAX exports were read-only views; torch warned 'The given NumPy array is not
     writable'. Exports are writable copies now, and loads copy anyway."""
     source = xjax.APLoss(N, dtype="float32")
-    state = source.load_state({"u": _good_u()})
+    state = source.load_state({"u": _good_u()}, reinterpret=True)
     exported = source.export_state(*state)
     assert all(value.flags.writeable for value in exported.values())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _loss(target, "APLoss", N).load_state(exported)
-        _loss(target, "APLoss", N).load_state({"u": np.asarray(jnp.asarray(_good_u()))})
+        _loss(target, "APLoss", N).load_state({**exported,
+                                               "u": np.asarray(jnp.asarray(_good_u()))})
 
 
 def test_checked_state_arrays_returns_fresh_arrays_in_the_target_dtypes():
@@ -166,5 +183,5 @@ def test_bfloat16_state_exports_as_float32():
     state = jax_loss.init()._replace(u=jnp.ones((N, 2), jnp.bfloat16))
     assert jax_loss.export_state(state)["u"].dtype == np.float32
     with pytest.warns(xrisk.StateCastWarning, match=r"u \(float32 -> bfloat16\)"):
-        torch_loss.load_state({"u": _good_u()})  # float32 into bfloat16 rounds: it says so
+        torch_loss.load_state({"u": _good_u()}, reinterpret=True)  # float32 -> bfloat16
     np.testing.assert_allclose(torch_loss.export_state()["u"], _good_u(), rtol=1e-2)

@@ -135,7 +135,8 @@ def test_every_stateful_loss_writes_no_row_for_a_bad_jitted_index(name, case):
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_tf_function_bad_batch_gives_nan_and_keeps_every_row(case):
     loss_fn = xtf.APLoss(N, dtype="float64")
-    loss_fn.load_state({"u": np.asarray(_prior_state(xrisk.APLoss(N), np).u)})
+    loss_fn.load_state({"u": np.asarray(_prior_state(xrisk.APLoss(N), np).u)},
+                       reinterpret=True)  # a state made here, for this loss
     before = loss_fn.export_state()
 
     @tf.function
@@ -174,7 +175,8 @@ def test_torch_compile_nan_then_raise_and_state_kept():
     alike: the eager kernels raise or wrap, as Inductor's generated kernels do."""
     torch._dynamo.reset()
     loss_fn = xtorch.APLoss(N, dtype="float64")
-    loss_fn.load_state({"u": np.asarray(_prior_state(xrisk.APLoss(N), np).u)})
+    loss_fn.load_state({"u": np.asarray(_prior_state(xrisk.APLoss(N), np).u)},
+                       reinterpret=True)  # a state made here, for this loss
     before = loss_fn.export_state()["u"]
     step = torch.compile(lambda s, y, i: loss_fn(s, y, i), backend="aot_eager")
     for case in ("index -1 on a positive", "index N on a positive"):

@@ -326,7 +326,8 @@ def test_bad_input_raises_naming_value_expectation_and_fix_and_changes_nothing(
     assert type(loss_fn.definition) is type(definition)
     loss_fn.load_state({**{k: np.asarray(v) for k, v in
                            _trained_state(loss_fn.definition)._asdict().items()},
-                        **{k: np.full(K, 0.5) for k in definition.auxiliaries()}})
+                        **{k: np.full(K, 0.5) for k in definition.auxiliaries()}},
+                       reinterpret=True)  # a state made here, for this loss
     before = loss_fn.export_state()
     tensors = [None if v is None else torch.as_tensor(v) for v in inputs]
     with pytest.raises(ValueError, match=match):

@@ -176,7 +176,7 @@ def checked_state_arrays(
             value = _as_floats(owner, name, value, target)
             if _FLOAT_BITS.get(source, 0) > _FLOAT_BITS.get(target, 64):
                 narrowed.append(f"{name} ({source} -> {target})")
-        _check_domain(owner, name, value, domains[name], widen=not integer)
+        _check_domain(owner, name, value, stored_domain(domains[name], target))
         out[name] = value
     if narrowed:
         warnings.warn(
@@ -354,8 +354,11 @@ def _layout(definition: LossDefinition) -> frozenset[tuple[str, str, tuple[int, 
 def _check_unambiguous(definition: LossDefinition, arrays: Mapping[str, Any]) -> None:
     """Raise if an export without metadata, in this loss's own layout, may be another's."""
     losses = FORMAT_0_SHARED_LAYOUTS.get(_layout(definition))
-    if losses is None or set(arrays) != set(definition.state_shapes()):
-        return  # a layout of one loss (or another one: the key check reports it)
+    shapes = definition.state_shapes()
+    if losses is None or set(arrays) != set(shapes) or any(
+            tuple(getattr(arrays[name], "shape", np.shape(arrays[name]))) != shape
+            for name, shape in shapes.items()):
+        return  # a layout of one loss, or not this loss's (the key and shape checks say so)
     others = [name for name in losses if name != definition.name]
     raise ValueError(
         f"{definition.name}: load_state received arrays {sorted(arrays)} without the "
@@ -367,13 +370,12 @@ def _check_unambiguous(definition: LossDefinition, arrays: Mapping[str, Any]) ->
 
 
 def _check_domain(owner: str, name: str, value: np.ndarray,
-                  domain: Domain | tuple[Domain, ...], *, widen: bool) -> None:
+                  domain: Domain | tuple[Domain, ...]) -> None:
     """Raise if an entry (in its target dtype) holds a value outside its domain, or outside
     the domain of its column of the last axis where one is declared per column."""
     columns = [(None, domain)] if isinstance(domain, Domain) else list(enumerate(domain))
     for column, part in columns:
         values = value if column is None else value[..., column]
-        part = stored_domain(part, "float" if widen else "int")
         if part.admits(values):
             continue
         outside = part.violations(values)
@@ -387,28 +389,37 @@ def _check_domain(owner: str, name: str, value: np.ndarray,
             f"export of this loss, saved before anything edited or corrupted it{clip}.")
 
 
-def stored_domain(domain: Domain, kind: str) -> Domain:
-    """The domain ``load_state`` checks an entry of ``kind`` (``"float"`` or ``"int"``)
-    against: for floats, ``domain`` with each finite end moved out to where float32, float16
-    and bfloat16 round it, since a state computed in a narrower float than its table (float32
-    scores, a float64 table) holds a bound as that float rounds it (``clip(t, 0.9, ...)`` in
-    float32 gives 0.89999998, below 0.9); integer entries as declared.
+def stored_domain(domain: Domain | tuple[Domain, ...], target: str,
+                  ) -> Domain | tuple[Domain, ...]:
+    """The domain (or per-column domains) ``load_state`` checks an entry stored in dtype
+    ``target`` against: for a float dtype, each finite end moved out to where float32 and
+    ``target`` round it. A state computed in a narrower float than its table holds a bound
+    as that float rounds it: ``clip(t, 0.9, ...)`` in float32 scores gives 0.89999998, below
+    0.9, in a float64 table; a bfloat16 table holds 0.8984375. Integer entries as declared.
 
-    >>> stored_domain(Domain(0.9, 1.0), "float").low < 0.9
-    True
+    >>> stored_domain(Domain(0.9, 1.0), "float64").low
+    0.8999999761581421
     """
-    if kind != "float":
+    if not isinstance(domain, Domain):
+        return tuple(_stored_column(part, target) for part in domain)
+    return _stored_column(domain, target)
+
+
+def _stored_column(domain: Domain, target: str) -> Domain:
+    if target not in _FLOAT_BITS:
         return domain
 
     def rounded(end: float) -> list[float]:
         if math.isinf(end):
             return [end]
         with np.errstate(over="ignore"):
-            single = np.float32(end)
-            bits = np.array(single).view(np.uint32)
-            brain = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
-                     & np.uint32(0xFFFF0000)).view(np.float32)
-            values = [end, float(single), float(np.float16(end)), float(brain)]
+            values = [end, float(np.float32(end))]
+            if target == "float16":
+                values.append(float(np.float16(end)))
+            elif target == "bfloat16":  # round to nearest even on float32's top 16 bits
+                bits = np.array(np.float32(end)).view(np.uint32)
+                half = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+                values.append(float((half & np.uint32(0xFFFF0000)).view(np.float32)))
         return [v for v in values if math.isfinite(v)]
 
     return domain._replace(low=min(rounded(domain.low)), high=max(rounded(domain.high)))

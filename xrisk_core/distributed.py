@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._adapter_support import METADATA_KEY
 from ._inputs import to_numpy
 from ._state import write_rows
 from ._validation import check_count
@@ -360,6 +361,9 @@ def assemble_shards(loss: Any, shards: Sequence[Mapping[str, Any]]) -> dict[str,
                     "Fix: pass the shards of a loss built with the same arguments.")
             full[r::world] = part
         out[name] = table_rows(definition, name, full)
+    metadata = by_rank[0].get(METADATA_KEY)  # the loss the shards name, checked on load
+    if metadata is not None:
+        out[METADATA_KEY] = np.array(to_numpy(metadata), copy=True)
     return out
 
 

@@ -63,6 +63,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from xrisk import distributed as _core
+from xrisk._adapter_support import exported_state
 from xrisk._state import initial_values
 
 __all__ = ["gather_batch", "shard_batch", "replicate", "batch_sharding", "shard_state",
@@ -278,9 +279,10 @@ def export_state(loss: Any, state: Any, params: Any = None) -> dict[str, np.ndar
     definition = _core._definition(loss)
     sizes = definition.state_shapes()
     values = {**state._asdict(), **({} if params is None else params._asdict())}
-    return {name: np.array(np.asarray(value)[: sizes[name][0]] if _core.sharded(definition, name)
-                           else np.asarray(value), copy=True)
-            for name, value in values.items()}
+    return exported_state(definition, {
+        name: np.array(np.asarray(value)[: sizes[name][0]] if _core.sharded(definition, name)
+                       else np.asarray(value), copy=True)
+        for name, value in values.items()})
 
 
 def export_shards(loss: Any, state: Any, params: Any = None) -> list[dict[str, np.ndarray]]:

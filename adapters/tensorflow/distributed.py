@@ -59,7 +59,7 @@ import tensorflow as tf
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk._adapter_support import checked_state_arrays, dtype_name
+from xrisk._adapter_support import checked_state_arrays, dtype_name, exported_state
 from xrisk._state import initial_values
 
 __all__ = ["gather_batch", "scale_loss", "state_variables", "variable_options", "ShardedLoss",
@@ -360,18 +360,20 @@ class ShardedLoss(tf.Module):
                 shard[name] = value
             shard[_core.SHARD_RANK] = np.asarray(rank, dtype=np.int64)
             shard[_core.SHARD_WORLD] = np.asarray(self.world, dtype=np.int64)
-            out.append(shard)
+            out.append(exported_state(self.definition, shard))
         return out
 
     def export_state(self) -> dict[str, np.ndarray]:
         """The full export of a single process (assembled from every replica's rows)."""
         return _core.assemble_shards(self.definition, self.export_shards())
 
-    def load_state(self, arrays: Mapping[str, Any]) -> None:
-        """Load a full export (any framework's ``export_state``); validated first."""
+    def load_state(self, arrays: Mapping[str, Any], *, reinterpret: bool = False) -> None:
+        """Load a full export (any framework's ``export_state``); validated first (its
+        metadata too, and ``reinterpret`` as :meth:`xrisk.tensorflow.XRiskLoss.load_state`)."""
         shapes = self.definition.state_shapes()
         checked = checked_state_arrays(self.definition, arrays,
-                                       {n: getattr(self, n).dtype.name for n in shapes})
+                                       {n: getattr(self, n).dtype.name for n in shapes},
+                                       reinterpret=reinterpret)
         for rank in range(self.world):
             shard = _core.split_export(self.definition, checked, rank, self.world)
             for name in shapes:

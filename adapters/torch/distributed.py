@@ -66,7 +66,7 @@ from torch import nn
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk._adapter_support import checked_state_arrays, dtype_name
+from xrisk._adapter_support import checked_state_arrays, dtype_name, exported_state
 from xrisk._state import initial_values
 
 __all__ = ["gather_batch", "ShardedLoss", "check_ddp", "DistributedWarning"]
@@ -347,7 +347,7 @@ class ShardedLoss(nn.Module):
             out[name] = value[:-1].copy() if _core.sharded(self.definition, name) else value
         out[_core.SHARD_RANK] = np.asarray(self.rank, dtype=np.int64)
         out[_core.SHARD_WORLD] = np.asarray(self.world, dtype=np.int64)
-        return out
+        return exported_state(self.definition, out)
 
     def export_state(self) -> dict[str, np.ndarray]:
         """The full export of a single process (a collective: every rank must call it; it
@@ -359,13 +359,14 @@ class ShardedLoss(nn.Module):
         dist.all_gather_object(shards, shard, group=self.group)
         return _core.assemble_shards(self.definition, shards)
 
-    def load_state(self, arrays: Mapping[str, Any]) -> None:
+    def load_state(self, arrays: Mapping[str, Any], *, reinterpret: bool = False) -> None:
         """Load this rank's rows from a full export (``export_state()`` of any framework, or
-        :func:`xrisk.distributed.assemble_shards`); validated first, nothing changes on
+        :func:`xrisk.distributed.assemble_shards`); validated first (its metadata too, and
+        ``reinterpret`` as :meth:`xrisk.torch.XRiskLoss.load_state`), nothing changes on
         error."""
         shapes = self.definition.state_shapes()
         dtypes = {n: str(getattr(self, n).dtype).rpartition(".")[2] for n in shapes}
-        checked = checked_state_arrays(self.definition, arrays, dtypes)
+        checked = checked_state_arrays(self.definition, arrays, dtypes, reinterpret=reinterpret)
         self.load_shard(_core.split_export(self.definition, checked, self.rank, self.world))
 
     def load_shard(self, shard: Mapping[str, Any]) -> None:
