@@ -175,17 +175,20 @@ class XRiskOptimizer(torch.optim.Optimizer):
                 if param.grad is not None and param.grad.is_sparse:
                     raise RuntimeError(f"{self.rule.name}: got a sparse gradient; expected dense "
                                        "gradients. Fix: build embeddings with sparse=False.")
-        # Eager: each group's parameters as flat tiles (see _FlatPlan), with the step count on
-        # the host (PDSCA's phase a Python bool). Compiled steps and rules without host
-        # counters go per tensor.
+        # Eager: each group's parameters as flat tiles (see _FlatPlan), with the counters on
+        # the host. Compiled steps and rules without host counters go per tensor.
         eager = not torch.compiler.is_compiling()
         ascent_rates = None
         auxiliary_group = self._auxiliary_group()
         for position, group in enumerate(self.param_groups):
             rule = self._group_rule(group)
             flat = eager and rule.host_counters
-            rates = rule.rates(int(group["step"]) if flat else group["step"], lr=group["lr"],
+            rates = rule.rates(group["step"], lr=group["lr"],
                                ce_lr=group.get("ce_learning_rate"))
+            if flat and isinstance(rates.ce_phase, torch.Tensor):
+                # PDSCA's phase as a Python bool: the step count lives on the CPU, so this
+                # reads no device value
+                rates = rates._replace(ce_phase=bool(rates.ce_phase))
             if flat:
                 self._update_flat(position, group, rule, rates)
             else:
