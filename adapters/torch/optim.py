@@ -348,11 +348,12 @@ class _FlatPlan:
     per-tensor path see ordinary per-parameter tensors); their counters are 0-d views of one
     int32 vector per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`).
 
-    A step cuts the members' flat index range into tiles of about :data:`TILE` elements (a
-    slice of a large parameter, or several small ones gathered) and runs the core rule on
-    each tile: the same element-wise arithmetic as on the whole vector, bit for bit, with
-    temporaries of one tile instead of the whole model, and the new values written straight
-    into the parameters and the slot buffers. Anything that rebinds a state entry
+    A step cuts the members' flat index range into tiles of at most :data:`TILE` elements
+    (a slice of a large parameter, or several small ones gathered into scratch) and runs the
+    rule's in-place kernel on each tile (the core rule itself where there is none, e.g. for
+    bfloat16 parameters computed in float32): the same element-wise arithmetic as on the
+    whole vector, bit for bit, writing the parameters and the slot buffers in place, with no
+    temporary larger than a tile. Anything that rebinds a state entry
     (``load_state_dict``, ``update_regularizer``, a compiled or per-tensor step) breaks the
     identity :func:`_plans_match` checks, and the plans are rebuilt from the state at the
     next eager step; the parameters themselves are read anew at every step.
@@ -436,7 +437,7 @@ class _FlatPlan:
 # the same torch operations with the same operands in the same order (a product or sum with
 # its operands swapped is the same operation), so the results are the core rule's bit for bit
 # (tests/test_optim_torch.py checks it over drawn rules, shapes and dtypes), without the
-# rule's temporaries. ``d`` and ``t`` are the tile's two scratch vectors.
+# rule's temporaries: ``scratch`` holds two vectors of the tile's length.
 
 Slots = dict[str, torch.Tensor]
 
