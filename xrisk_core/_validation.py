@@ -1,7 +1,9 @@
 """Input checks shared by every loss, driven by the loss's declared inputs.
 
-Shape and dtype checks are static and always run. Value checks (labels in {0, 1}, finite
-scores, index inside its key space) raise on arrays whose values the host can read for free
+Shape and dtype checks are static and always run. Value checks (every input inside its
+declared domain, :func:`declared_domain`: labels in {0, 1}, finite scores, an index inside its
+key space, a count a whole number ...; and the definition's relations between inputs, e.g.
+``num_relevant < num_candidates``) raise on arrays whose values the host can read for free
 (eager CPU arrays); on traced or device arrays they are computed in the graph instead, and a
 batch that fails them gives a NaN loss and writes no state. Every check runs before any state
 is touched: bad input never changes state.
@@ -203,9 +205,11 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
     ------
     ValueError
         A wrong rank, sizes of one named dimension that differ, and, on arrays whose values can
-        be read for free (``backend.inspectable``), labels outside {0, 1}, non-finite scores,
-        negative relevance or an index outside its key space. In the ``"raise"`` mode of
-        :class:`set_checks`, traced values that fail raise the framework's assertion error.
+        be read for free (``backend.inspectable``), values outside an input's domain (its
+        declared ``domain``, else its kind's: labels in {0, 1}, finite scores, relevance
+        >= 0, an index inside its key space) or a row that breaks one of the definition's
+        ``relations()``. In the ``"raise"`` mode of :class:`set_checks`, traced values that
+        fail raise the framework's assertion error.
     TypeError
         Scores of a non-floating dtype, an index of a non-integer dtype.
 
