@@ -361,7 +361,7 @@ PIECES = (
     ("KeyGroups.mean (segment sums)", 3, "xrisk._grouping", "KeyGroups.mean"),
     ("Step.write_rows", 3, "xrisk.losses._base", "Step.write_rows"),
     ("_state.write_rows", 3, "xrisk._state", "write_rows"),
-    ("last_occurrence (B x B)", 4, "xrisk._state", "last_occurrence"),
+    ("last_occurrence (sort + segment max)", 4, "xrisk._grouping", "last_occurrence"),
     ("backends.torch.write_rows (index_copy_)", 4, "xrisk.backends.torch", "write_rows"),
     ("XRiskOptimizer._group_rule", 1, "xrisk.torch.optim", "XRiskOptimizer._group_rule"),
     ("UpdateRule.rates", 1, "xrisk.optim._rule", "UpdateRule.rates"),
@@ -546,11 +546,14 @@ def micro_benchmarks(args: argparse.Namespace, batches: list, lib: LibAUC) -> No
     add("alternative: the checks as torch ops + one bool()", fused_check)
     section(f"duplicate-index handling at B={size}")
     try:
-        from xrisk._state import last_occurrence
-        add("last_occurrence(index) (B x B float64 test: no bound given)",
-            lambda: last_occurrence(index, xp=xp))
-        add("last_occurrence(index, bound=n) (float32 test, as write_rows calls it)",
-            lambda: last_occurrence(index, bound=args.sizes[-1], xp=xp))
+        from xrisk._grouping import group_keys, last_occurrence
+        from xrisk.backends import get_backend
+
+        torch_backend = get_backend("torch")
+        add("last_occurrence(index) (sort + segment max, as write_rows calls it)",
+            lambda: last_occurrence(index, backend=torch_backend, xp=xp))
+        add("group_keys(index) (sort + binary search, ranked in the graph)",
+            lambda: group_keys(index, backend=torch_backend, xp=xp, dtype=torch.float32))
     except (ImportError, TypeError):
         pass
     add("index[:, None] == index[None, :] (B x B)", lambda: index[:, None] == index[None, :])

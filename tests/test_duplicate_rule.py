@@ -175,22 +175,27 @@ def test_ap_state_is_the_documented_table_under_a_first_wins_scatter(monkeypatch
 def test_keys_beyond_float32_precision_stay_distinct(framework, keys, negatives):
     """Keys above 2**24 are not exact in float32, and JAX without x64 computes "float64" in
     float32: tables of more than 16.7M rows once merged the keys 2**24 and 2**24 + 1 there
-    (two interactions pooled into one state row, a duplicate resolved onto the wrong row)."""
+    (two interactions pooled into one state row, a duplicate resolved onto the wrong row).
+    The grouping of duplicate keys compares the integers themselves: its groups, its pair
+    mask and the rule's last positions are exact for every key."""
     import jax
 
     from tests._frameworks import convert_index
-    from xrisk._state import key_gaps, last_occurrence
+    from xrisk._grouping import group_keys, last_occurrence
 
     keys = np.asarray([-1 - k if negatives and i % 2 else k for i, k in enumerate(keys)])
     name, _, mode = framework.partition(" ")
     backend = get_backend(name)
+    xp_ = backend.namespace
     with jax.enable_x64(mode != "without x64"):
         index = convert_index(name, keys)
-        gaps = backend.to_numpy(key_gaps(index, index, bound=2**31, xp=backend.namespace))
-        last = backend.to_numpy(last_occurrence(index, bound=2**31, xp=backend.namespace))
+        groups = group_keys(index, backend=backend, xp=xp_, dtype=xp_.float32)
+        ids = backend.to_numpy(groups.ids)
+        pairs = backend.to_numpy(groups.same(xp_.float32))
+        last = backend.to_numpy(last_occurrence(index, backend=backend, xp=xp_))
     same = keys[:, None] == keys[None, :]
-    assert_array_equal(gaps == 0, same)
-    assert np.all(gaps[~same] >= 1)
+    assert_array_equal(ids[:, None] == ids[None, :], same)
+    assert_array_equal(pairs, same.astype(np.float32))
     assert_array_equal(last, [np.flatnonzero(keys == k).max() for k in keys])
 
 

@@ -326,3 +326,28 @@ def test_no_loss_compares_keys_pairwise(case):
     assert not from_keys, from_keys
     if name.startswith(("EntLoss", "MIDAM")):
         assert not pairwise, pairwise
+
+
+def test_write_rows_resolves_duplicates_without_a_b_squared_search():
+    """The duplicate rule of the general write (rows of one key not known to be equal) takes
+    its last positions from the grouping: nothing of size B x B, one sort of the keys alone,
+    and the rule's table."""
+    from xrisk._state import write_rows
+
+    batch, backend = 9, get_backend("jax")
+    table = jnp.zeros(5)  # unlike B x B = 81
+    index = jnp.asarray([3, 1, 3, 0, 1, 3, 4, 0, 2])
+    rows = jnp.arange(batch, dtype=table.dtype)
+
+    def write(table, index, rows):
+        return write_rows(backend, table, index, rows, xp=jnp)
+
+    equations = list(_equations(jax.make_jaxpr(write)(table, index, rows).jaxpr))
+    sizes = [int(np.prod(v.aval.shape)) for eqn in equations for v in eqn.outvars]
+    assert max(sizes) <= batch, max(sizes)
+    sorts = [eqn for eqn in equations if eqn.primitive.name == "sort"]
+    assert len(sorts) == 1 and len(sorts[0].invars) == 1, sorts
+    want = np.zeros(5)
+    for position, key in enumerate(np.asarray(index)):
+        want[key] = position  # the last position wins
+    assert_array_equal(np.asarray(jax.jit(write)(table, index, rows)), want)

@@ -1,6 +1,7 @@
 """What keeps a training step cheap, checked as properties rather than timings.
 
-- the duplicate-index test runs on floats (:func:`xrisk._state.key_gaps`) and stays exact;
+- the grouping of duplicate keys (:mod:`xrisk._grouping`) is exact for any key and sorts
+  the keys alone, host-ranked keys giving the device's groups;
 - AP's pair work has no boolean B x B kernel and no (B x B) @ (B x k) product (both take slow
   paths on CPUs), and its groups of positives give equal rows to equal indices;
 - the squared hinge (``clip``, no ``where``) has the same subgradient on every backend;
@@ -29,7 +30,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import xrisk
 import xrisk.torch as xr
-from xrisk._state import key_gaps, last_occurrence, write_rows
+from xrisk._grouping import group_keys, last_occurrence
+from xrisk._state import write_rows
 from xrisk.backends import get_backend
 from xrisk.losses import Step
 from xrisk.surrogates import surrogate_loss
@@ -44,14 +46,15 @@ def _last_by_hand(index):
 
 @given(index=st.lists(st.integers(0, 20), min_size=1, max_size=40),
        offset=st.sampled_from([0, 2**24 - 21, 2**40]))
-def test_last_occurrence_is_exact_in_float32_and_float64(index, offset):
+def test_last_occurrence_is_exact_for_any_key(index, offset):
+    """The duplicate rule's winners (the search of :func:`write_rows`): exact integers, also
+    beyond float32's (2**24) and float64's (2**53, with the offset) exact integers."""
     index = np.asarray(index, dtype=np.int64) + offset
     want = _last_by_hand(index)
-    bound = int(index.max()) + 1
-    for namespace, convert in ((xp, np.asarray), (tx, torch.as_tensor)):
-        for given_bound in (None, bound):  # bound <= 2**24: float32; else float64
-            got = last_occurrence(convert(index), bound=given_bound, xp=namespace)
-            assert_array_equal(np.asarray(got), want)
+    for name, convert in (("numpy", np.asarray), ("torch", torch.as_tensor)):
+        backend = get_backend(name)
+        got = last_occurrence(convert(index), backend=backend, xp=backend.namespace)
+        assert_array_equal(np.asarray(got), want)
 
 
 def test_write_rows_with_equal_duplicates_skips_the_search_and_keeps_the_rule(monkeypatch):
@@ -69,15 +72,18 @@ def test_write_rows_with_equal_duplicates_skips_the_search_and_keeps_the_rule(mo
     assert_array_equal(out, _last_wins_by_hand(table, index, rows))
 
 
-def test_key_gaps_separates_neighbours_at_the_float32_limit():
-    keys = np.array([2**24 - 2, 2**24 - 1, 2**24 - 1])
-    gaps = key_gaps(keys, keys, bound=2**24, xp=xp)
-    assert gaps.dtype == np.float32
-    assert_array_equal(gaps == 0, keys[:, None] == keys[None, :])
-    assert np.all(gaps[keys[:, None] != keys[None, :]] >= 1)
-    wide = np.array([2**24, 2**24 + 1])  # not exact in float32: their ranks are compared
-    gaps = key_gaps(wide, wide, bound=2**24 + 1, xp=xp, dtype=np.float32)
-    assert gaps.dtype == np.float32 and gaps[0, 1] == 1
+def test_groups_separate_neighbours_at_the_float32_limit():
+    """Keys one apart at float32's last exact integers and beyond (2**24, 2**24 + 1 round to
+    one float32) get distinct groups, and the pair mask of the group ids is exact in
+    float32."""
+    backend = get_backend("numpy")
+    for keys in (np.array([2**24 - 2, 2**24 - 1, 2**24 - 1]), np.array([2**24, 2**24 + 1]),
+                 np.array([2**31 - 1, 2**24 + 1, 2**31 - 2, 2**24, 2**24 + 1])):
+        groups = group_keys(keys, backend=backend, xp=xp, dtype=np.float32)
+        same = groups.same(np.float32)
+        assert same.dtype == np.float32
+        assert_array_equal(same == 1, keys[:, None] == keys[None, :])
+        assert_array_equal(same[keys[:, None] != keys[None, :]], 0)
 
 
 def _equations(jaxpr):
@@ -90,17 +96,23 @@ def _equations(jaxpr):
                 yield from _equations(inner)
 
 
-def test_key_gaps_of_large_keys_sort_only_the_keys():
-    """Keys beyond float32's exact integers are ranked with one sort of the keys alone and a
+def test_groups_of_large_keys_sort_only_the_keys():
+    """Keys beyond float32's exact integers are grouped with one sort of the keys alone and a
     binary search: an argsort sorts (key, position) pairs, which XLA's CPU backend does
     about 7 times slower, and made an NDCG step on a table of 2e7 interactions 1.24 times
-    the step on 1e4 (now 0.95: the step's cost does not grow with the table)."""
+    the step on 1e4."""
+    backend = get_backend("jax")
     keys = jnp.asarray([2**24, 5, 2**24 + 1, 5], dtype=jnp.int32)
-    jaxpr = jax.make_jaxpr(lambda k: key_gaps(k, k[::-1], bound=2**31, xp=jnp))(keys)
+
+    def ids(k):
+        return group_keys(k, backend=backend, xp=jnp, dtype=jnp.float32).ids
+
+    jaxpr = jax.make_jaxpr(ids)(keys)
     sorts = [eqn for eqn in _equations(jaxpr.jaxpr) if eqn.primitive.name == "sort"]
     assert sorts and all(len(eqn.invars) == 1 for eqn in sorts), sorts
-    gaps = np.asarray(jax.jit(lambda k: key_gaps(k, k[::-1], bound=2**31, xp=jnp))(keys))
-    assert_array_equal(gaps == 0, np.asarray(keys)[:, None] == np.asarray(keys)[None, ::-1])
+    got = np.asarray(jax.jit(ids)(keys))
+    assert_array_equal(got[:, None] == got[None, :],
+                       np.asarray(keys)[:, None] == np.asarray(keys)[None, :])
 
 
 # --------------------------------------------------------------------------- AP's groups
@@ -182,12 +194,25 @@ def test_a_host_ranked_index_changes_no_value(name, labels, dtypes, repeats, see
             assert_array_equal(table[untouched], start[key][untouched], err_msg=key)
 
 
-def test_step_distinct_is_known_only_from_host_values():
-    backend = get_backend("numpy")
-    assert Step(backend, xp, None, {"index": np.array([3, 1, 2])}).distinct("index")
-    assert not Step(backend, xp, None, {"index": np.array([3, 1, 3])}).distinct("index")
-    assert not Step(backend, xp, None, {}).distinct("index")  # traced: unknown
-    assert Step(backend, xp, None, {"index": np.array([], np.int64)}).distinct("index")
+@given(keys=st.lists(st.integers(-3, 3) | st.sampled_from([2**24, 2**24 + 1, 2**40]),
+                    min_size=1, max_size=12),
+       data=st.data())
+def test_host_ranked_keys_give_the_device_groups(keys, data):
+    """The host values of an index (read by the checks of an eager CPU batch) rank it by
+    numpy: the same group ids, rows, anchor and counts as the ranking in the graph, with or
+    without a mask, for any keys (an empty batch never reaches a loss's math eagerly)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    keep = np.asarray(data.draw(st.lists(st.booleans(), min_size=len(keys),
+                                         max_size=len(keys))), dtype=bool)
+    backend = get_backend("torch")
+    for mask in (None, torch.as_tensor(keep)):
+        device, host = (group_keys(torch.as_tensor(keys), mask, backend=backend, xp=tx,
+                                   dtype=torch.float64, host=values)
+                        for values in (None, keys))
+        for field in ("ids", "rows", "anchor", "count", "keep"):
+            assert_array_equal(getattr(host, field).numpy(), getattr(device, field).numpy(),
+                               err_msg=field)
+
 
 class _Ops(TorchDispatchMode):
     """Records (op name, input shapes, output dtype) of every dispatched op."""

@@ -187,8 +187,8 @@ class CheckedBatch(NamedTuple):
         :func:`_run_time_sizes`).
     host : dict
         The numpy values of the inputs read on the host for their checks (eager CPU arrays:
-        views, no copy); empty for traced or device arrays. Facts a loss may use to take a
-        cheaper, equal path (:meth:`xrisk.losses.Step.distinct`).
+        views, no copy); empty for traced or device arrays. Values a loss may use to take a
+        cheaper, equal path (the host ranking of :func:`xrisk._grouping.group_keys`).
     """
 
     inputs: dict[str, Array]

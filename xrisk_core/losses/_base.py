@@ -34,8 +34,6 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-import numpy as np
-
 from .. import _validation
 from .._config import Configured
 from .._domain import Domain, Relation, Size
@@ -174,20 +172,6 @@ class Step:
         self.valid = valid
         self.host = host or {}
 
-    def distinct(self, name: str) -> bool:
-        """Whether input ``name`` is known to hold no value twice: its values were read on the
-        host (eager CPU arrays) and are all different. ``False`` when unknown (traced or device
-        arrays, where reading them would synchronise) or repeated.
-
-        A loss may then skip the pooling of repeated keys, an O(B^2) pass, on a path that
-        gives exactly the general path's result: the fact changes the cost, never the values.
-        """
-        values = self.host.get(name)
-        if values is None:
-            return False
-        ordered = np.sort(values, axis=None)
-        return not bool(np.any(ordered[1:] == ordered[:-1]))
-
     def stop(self, x: Array) -> Array:
         """The backend's stop-gradient (LibAUC's ``.detach()``)."""
         return self.backend.stop_gradient(x)
@@ -214,7 +198,7 @@ class Step:
         dtype, and float32 rows written back into a float64 table would change its digits.
         Duplicate indices follow :func:`xrisk._state.write_rows` (the last position wins); a
         loss whose rows for one index are equal by construction passes
-        ``equal_duplicates=True`` to skip resolving them (an O(B^2) pass). Callers rebind
+        ``equal_duplicates=True`` to skip resolving them (a sort of the index). Callers rebind
         the result.
         """
         xp = self.xp
