@@ -462,3 +462,28 @@ def test_checked_state_arrays_reads_the_domains_in_the_target_dtype():
     with pytest.raises(ValueError, match=r"state\['smoothing'\] holds \[1.0000000009313226\]"):
         checked_state_arrays(definition, arrays)
 
+
+
+@pytest.mark.parametrize("what", ["another loss", "smoothing 0", "seen flag 7"])
+def test_sharded_loads_check_like_load_state(what):
+    """ShardedLoss.load_state and load_shard (a rank's file) check the metadata and the
+    domains too (one process: world 1), and change nothing on error."""
+    from xrisk.torch.distributed import ShardedLoss
+
+    definition = xrisk.EntLossClassification(N, mode="SOX")
+    loss = ShardedLoss(definition, dtype="float64")
+    shard = loss.export_shard()
+    export = loss.export_state()
+    nu = np.array(shard["nu"], copy=True)
+    nu[1, 1] = 7.0
+    bad = {"another loss": {METADATA_KEY: Holder("torch", xrisk.MIDAM_softmax_pooling_loss(
+               N)).export()[METADATA_KEY]},
+           "smoothing 0": {"smoothing": np.float64(0.0)},
+           "seen flag 7": {"nu": nu}}[what]
+    before = _bits(loss.export_shard())
+    for load, arrays in ((loss.load_shard, shard), (loss.load_state, export)):
+        with pytest.raises(ValueError, match=r"EntLossClassification: .*expected.*Fix:"):
+            load({**arrays, **bad})
+        assert _bits(loss.export_shard()) == before
+    loss.load_shard(shard)
+    loss.load_state(export)

@@ -82,6 +82,7 @@ def entry_domains(definition: LossDefinition) -> dict[str, Domain | tuple[Domain
 def checked_state_arrays(
     definition: LossDefinition, arrays: Mapping[str, Any],
     dtypes: Mapping[str, str] | None = None, *, reinterpret: bool = False,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Validate an exported state dict against ``definition``; return the arrays to load.
 
@@ -110,6 +111,9 @@ def checked_state_arrays(
         one-label multi-label state into the single-label loss, a state kept across a change
         of temperature) or of arrays made by hand. Keys, shapes and domains are still checked;
         an unknown format still raises.
+    shapes : mapping of str to tuple of int, optional
+        The shape of every entry; default ``definition.state_shapes()`` (a rank's shard of
+        sharded state passes its own, fewer rows).
 
     Returns
     -------
@@ -142,13 +146,13 @@ def checked_state_arrays(
         )
     arrays = dict(arrays)
     metadata = _read_metadata(owner, arrays.pop(METADATA_KEY, None))
+    shapes = dict(definition.state_shapes() if shapes is None else shapes)
     if not reinterpret:
         if metadata is None:
-            _check_unambiguous(definition, arrays)
+            _check_unambiguous(definition, arrays, shapes)
         else:
             _check_same_meaning(definition, metadata)
     arrays = definition.upgrade_state(arrays)
-    shapes = definition.state_shapes()
     missing = sorted(set(shapes) - set(arrays))
     unexpected = sorted(set(arrays) - set(shapes))
     if missing or unexpected:
@@ -351,10 +355,10 @@ def _layout(definition: LossDefinition) -> frozenset[tuple[str, str, tuple[int, 
         else (name, "global", shape) for name, shape in definition.state_shapes().items())
 
 
-def _check_unambiguous(definition: LossDefinition, arrays: Mapping[str, Any]) -> None:
+def _check_unambiguous(definition: LossDefinition, arrays: Mapping[str, Any],
+                       shapes: Mapping[str, tuple[int, ...]]) -> None:
     """Raise if an export without metadata, in this loss's own layout, may be another's."""
     losses = FORMAT_0_SHARED_LAYOUTS.get(_layout(definition))
-    shapes = definition.state_shapes()
     if losses is None or set(arrays) != set(shapes) or any(
             tuple(getattr(arrays[name], "shape", np.shape(arrays[name]))) != shape
             for name, shape in shapes.items()):

@@ -367,10 +367,12 @@ class ShardedLoss(nn.Module):
         shapes = self.definition.state_shapes()
         dtypes = {n: str(getattr(self, n).dtype).rpartition(".")[2] for n in shapes}
         checked = checked_state_arrays(self.definition, arrays, dtypes, reinterpret=reinterpret)
-        self.load_shard(_core.split_export(self.definition, checked, self.rank, self.world))
+        self._write_shard(_core.split_export(self.definition, checked, self.rank, self.world))
 
-    def load_shard(self, shard: Mapping[str, Any]) -> None:
-        """Load a shard written by :meth:`export_shard` of the same rank and world."""
+    def load_shard(self, shard: Mapping[str, Any], *, reinterpret: bool = False) -> None:
+        """Load a shard written by :meth:`export_shard` of the same rank and world; validated
+        as :meth:`load_state` validates an export (its metadata, keys, this rank's shapes,
+        every value in its domain; ``reinterpret`` alike), nothing changes on error."""
         layout = (int(np.asarray(shard.get(_core.SHARD_RANK, -1))),
                   int(np.asarray(shard.get(_core.SHARD_WORLD, -1))))
         if layout != (self.rank, self.world):
@@ -378,19 +380,31 @@ class ShardedLoss(nn.Module):
                 f"{self.definition.name}: shard of rank {layout[0]} of {layout[1]}; expected "
                 f"rank {self.rank} of {self.world}. Fix: load this rank's file, or assemble "
                 "the shards (xrisk.distributed.assemble_shards) and call load_state.")
+        shapes, dtypes = {}, {}
+        for name in self.definition.state_shapes():
+            target = getattr(self, name)
+            keyed = _core.sharded(self.definition, name)
+            shapes[name] = ((target.shape[0] - 1, *target.shape[1:]) if keyed
+                            else tuple(target.shape))
+            dtypes[name] = str(target.dtype).rpartition(".")[2]
+            got = tuple(np.shape(shard[name])) if name in shard else shapes[name]
+            if got != shapes[name]:
+                raise ValueError(
+                    f"{self.definition.name}: shard[{name!r}] has shape {got}; expected "
+                    f"{shapes[name]}. Fix: load a shard of a loss built with the same "
+                    "arguments.")
+        arrays = {k: v for k, v in shard.items() if k not in (_core.SHARD_RANK,
+                                                             _core.SHARD_WORLD)}
+        self._write_shard(checked_state_arrays(self.definition, arrays, dtypes,
+                                               reinterpret=reinterpret, shapes=shapes))
+
+    def _write_shard(self, shard: Mapping[str, np.ndarray]) -> None:
+        """Copy this rank's checked rows and replicated entries into the buffers."""
         tensors = {}
         for name in self.definition.state_shapes():
             target = getattr(self, name)
-            value = torch.as_tensor(np.asarray(shard[name])).to(target.device, target.dtype)
-            keyed = _core.sharded(self.definition, name)
-            expected = ((target.shape[0] - 1, *target.shape[1:]) if keyed
-                        else tuple(target.shape))
-            if tuple(value.shape) != expected:
-                raise ValueError(
-                    f"{self.definition.name}: shard[{name!r}] has shape {tuple(value.shape)}; "
-                    f"expected {expected}. Fix: load a shard of a loss built with the same "
-                    "arguments.")
-            tensors[name] = value
+            tensors[name] = torch.as_tensor(np.asarray(shard[name])).to(target.device,
+                                                                         target.dtype)
         with torch.no_grad():
             for name, value in tensors.items():
                 target = getattr(self, name)
