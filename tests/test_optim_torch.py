@@ -275,11 +275,7 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     params = [torch.randn(s, generator=generator, dtype=dtype).requires_grad_() for s in shapes]
     grads = [[torch.randn(s, generator=generator, dtype=dtype) for s in shapes]
              for _ in range(steps)]
-    kept, xr_optim.TILE = xr_optim.TILE, tile
-    try:
-        opt = getattr(xr, name)(params, *([loss] if loss is not None else []), **hyper)
-    finally:
-        xr_optim.TILE = kept
+    opt = getattr(xr, name)(params, *([loss] if loss is not None else []), **hyper)
     rule = opt.rule
     counters = [n for n, spec in rule.slot_specs().items() if spec.integer]
     values = [p.detach().clone() for p in params]
@@ -288,10 +284,17 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     for step, step_grads in enumerate(grads):
         for param, grad in zip(params, step_grads):
             param.grad = grad.clone()
-        opt.step()
+        kept = xr_optim.TILE, xr_optim.MAX_TILE
+        xr_optim.TILE = xr_optim.MAX_TILE = tile  # the plans' tiles, at any thread count
+        try:
+            opt.step()  # the first step builds the plans
+        finally:
+            xr_optim.TILE, xr_optim.MAX_TILE = kept
         rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
         for i, grad in enumerate(step_grads):
             values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
+    plans = [plan for *_, made in opt._plans.values() for plan in made]
+    assert all(stop - start <= max(tile, 1) for plan in plans for start, stop, _ in plan.tiles)
     for param, value, slot in zip(params, values, slots):
         assert torch.equal(param.detach(), value)
         for field, want in slot._asdict().items():

@@ -333,11 +333,21 @@ class XRiskOptimizer(torch.optim.Optimizer):
 _flatten = torch._utils._flatten_dense_tensors
 _unflatten = torch._utils._unflatten_dense_tensors
 
-#: Elements per tile of the eager path (see :class:`_FlatPlan`): the core rule's temporaries
-#: of one tile (a dozen vectors of this length) stay in a core's cache, so a step reads and
-#: writes each parameter, gradient and slot from memory about once, while the fixed cost of
-#: the rule's ~15 ops per tile stays small against the arithmetic.
+#: Elements per tile and thread of the eager path (see :class:`_FlatPlan`): the vectors a
+#: kernel touches (parameters, gradients, slots, two scratch) stay in each core's cache, so a
+#: step reads and writes each of them from memory about once, while the fixed cost of the
+#: kernel's ~15 ops per tile stays small against the arithmetic.
 TILE = 1 << 16
+#: The most elements of one tile with several threads (its scratch is four such vectors).
+MAX_TILE = 1 << 20
+
+
+def _tile_length() -> int:
+    """Elements per tile: :data:`TILE` on one thread; with several, each op of a tile is a
+    parallel region whose start and join cost about as much as a thread's share of a small
+    tile, so a tile gives each thread four times more, up to :data:`MAX_TILE`."""
+    threads = torch.get_num_threads()
+    return TILE if threads <= 1 else max(TILE, min(MAX_TILE, 4 * TILE * threads))
 
 
 class _FlatPlan:
@@ -378,7 +388,7 @@ class _FlatPlan:
             self.flats[name] = flat
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
-        self.tiles = _tiles([p.numel() for p in params], TILE)
+        self.tiles = _tiles([p.numel() for p in params], _tile_length())
         self.scratch: torch.Tensor | None = None  # (4, tile), allocated at the first step
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
