@@ -27,7 +27,8 @@ import xrisk
 import xrisk.jax as xjax
 import xrisk.tensorflow as xtf
 import xrisk.torch as xtorch
-from tests._cases import CASES
+from tests._cases import CASES, NUM_FEATURES
+from tests._frameworks import model_scores, score_names
 from tests._sizes import KEY_SPACES
 from xrisk._adapter_support import (
     FORMAT_0_SHARED_LAYOUTS,
@@ -200,17 +201,11 @@ def faults(draw, definition, good: dict):
     outside = _outside_values(draw, part, value.dtype)
     if outside is None:  # no value of this dtype lies outside (an int entry of every int)
         return f"{name} of another dtype", {**good, name: value.astype(np.complex64)}, name
-    cells = value if column is None else value[..., column]
-    flat = cells.reshape(-1)
-    position = draw(st.integers(0, max(flat.size - 1, 0)), label="position")
-    if cells.ndim:
-        flat[position] = outside
-    else:
-        cells = np.asarray(outside, value.dtype)
-    if column is None:
-        value = flat.reshape(value.shape) if value.ndim else cells
-    else:
-        value[..., column] = flat.reshape(cells.shape)
+    where = (...,) if column is None else (..., column)
+    cells = np.array(value[where], copy=True)
+    position = draw(st.integers(0, max(cells.size - 1, 0)), label="position")
+    cells[np.unravel_index(position, cells.shape) if cells.ndim else ()] = outside
+    value[where] = cells
     return f"{name}[{column}] = {outside!r}", {**good, name: value}, name
 
 
@@ -414,16 +409,34 @@ def test_bounds_rounded_by_a_narrower_float_are_inside():
         loss.load_state({**exported, "temperature": temperature})
 
 
-def test_trained_states_lie_in_their_domains():
-    """States that training produces load back: a few steps of each drawn loss in float32
-    scores on a float64 table (the rounding case) stay inside the declared domains."""
-    # (The cross-backend and protocol tests resume trained exports in every framework; this
-    # pins the narrow-float case the domains must tolerate.)
-    loss = xtorch.EntLossClassification(N, mode="SOX", gamma=0.3, dtype="float64")
-    for epoch in range(3):
-        loss.adjust_gamma(epoch, 3)
-        loss(torch.randn(4, 6), torch.tensor([0, 1, 2, 0]))
-    loss.load_state(loss.export_state())
+@pytest.mark.parametrize("name", LOSSES)
+def test_states_that_training_produces_load_back(name):
+    """The domains admit what training writes: a few steps of each registered loss (drawn
+    hyper-parameters and batches of the harness), float32 or float64 scores on a float32 or
+    float64 table (float32 scores round a bound of a float64 table), then export and load."""
+    case = CASES[name]
+
+    @settings(max_examples=2 if settings.get_current_profile_name() != "thorough" else 100)
+    @given(data=st.data())
+    def check(data):
+        definition = case.make(data.draw(st.sampled_from(KEY_SPACES), label="size"),
+                               data.draw(case.hyper, label="hyper-parameters"))
+        table, score = data.draw(st.sampled_from([("float64", torch.float32),
+                                                  ("float64", torch.float64),
+                                                  ("float32", torch.float32)]), label="dtypes")
+        loss = getattr(xtorch, definition.name)(**definition.config(), dtype=table)
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+        weights = rng.normal(size=NUM_FEATURES)
+        for _ in range(3):
+            inputs = case.batch(data.draw, definition, rng)
+            names = score_names(definition, inputs)
+            scores = model_scores(inputs, names, weights, case.link)
+            loss(**{k: torch.tensor(scores[k], dtype=score) if k in names
+                     else None if v is None else torch.as_tensor(np.asarray(v))
+                     for k, v in inputs.items()})
+        loss.load_state(loss.export_state())
+
+    check()
 
 
 @settings(max_examples=25 if settings.get_current_profile_name() != "thorough" else 500)
