@@ -10,7 +10,7 @@ from __future__ import annotations
 import array_api_compat.numpy as xp
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import xrisk
@@ -40,6 +40,55 @@ def test_compact_keys_renumber_by_order(keys):
     np.testing.assert_array_equal(positions, np.searchsorted(distinct, keys))
     np.testing.assert_array_equal(slots[: distinct.size], distinct)
     assert (slots[distinct.size:] == -1).all()
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax", "jax jit", "tensorflow"])
+@given(keys=st.lists(st.integers(0, 4) | st.sampled_from([2**24, 2**24 + 1, 2**53, 2**53 + 1,
+                                                          2**62 + 1]),
+                     min_size=1, max_size=10))
+@example(keys=[2**53 + 1, 3, 2**53, 3])  # merged by a float64 comparison
+def test_compact_keys_are_exact_for_any_key_on_every_backend(framework, keys):
+    """The renumbering compares the integers themselves (the one grouping of duplicate keys):
+    keys one apart beyond float64's exact integers (2**53, 2**53 + 1) stay distinct, on
+    every backend and under jax.jit."""
+    import jax
+
+    from tests._frameworks import convert_index
+    from xrisk.backends import get_backend
+
+    keys = np.asarray(keys, dtype=np.int64)
+    name, _, mode = framework.partition(" ")
+    backend = get_backend(name)
+    with jax.enable_x64(True):
+        index = convert_index(name, keys)
+        run = (jax.jit(lambda k: distributed.compact_keys(k, xp=backend.namespace))
+               if mode else lambda k: distributed.compact_keys(k, xp=backend.namespace))
+        slots, positions = (backend.to_numpy(v) for v in run(index))
+    distinct = np.unique(keys)
+    np.testing.assert_array_equal(positions, np.searchsorted(distinct, keys))
+    np.testing.assert_array_equal(slots[: distinct.size], distinct)
+    assert (slots[distinct.size:] == -1).all()
+
+
+def test_compact_keys_build_nothing_quadratic():
+    """O(m log m): traced by JAX, no intermediate holds m x m entries (the renumbering once
+    compared every pair of keys in float64)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.extend import core as jax_core
+
+    def equations(jaxpr):
+        for eqn in jaxpr.eqns:
+            yield eqn
+            for param in eqn.params.values():
+                inner = getattr(param, "jaxpr", param)
+                if isinstance(inner, jax_core.Jaxpr):
+                    yield from equations(inner)
+
+    m = 11
+    jaxpr = jax.make_jaxpr(lambda k: distributed.compact_keys(k, xp=jnp))(jnp.arange(m) % 4)
+    sizes = [int(np.prod(v.aval.shape)) for eqn in equations(jaxpr.jaxpr) for v in eqn.outvars]
+    assert max(sizes) <= m, max(sizes)
 
 
 #: The sampler that feeds each family of the distributed plans (the others: their drawer).

@@ -62,8 +62,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._adapter_support import METADATA_KEY
+from ._grouping import group_keys
 from ._inputs import to_numpy
-from ._state import write_rows
 from ._validation import check_count
 from .backends import backend_of
 from .losses import LossDefinition
@@ -389,30 +389,29 @@ class CompactBatch(NamedTuple):
 
 
 def compact_keys(keys: Array, *, xp: Any) -> tuple[Array, Array]:
-    """Renumber integer ``keys`` (m,) by the order of their distinct values.
+    r"""Renumber integer ``keys`` (m,) by the order of their distinct values.
 
     Returns ``(slots, positions)``: ``positions[i]`` is the number of distinct keys smaller
     than ``keys[i]`` (so equal keys share a position and the order of keys is kept), and
-    ``slots`` (m,) holds the distinct keys in increasing order, then ``-1``. O(m^2) array
-    operations without data-dependent shapes (jit-safe), like the loss's own duplicate
-    handling; exact for keys below 2**53 (compared in float64).
+    ``slots`` (m,) holds the distinct keys in increasing order, then ``-1``. Through the one
+    grouping of duplicate keys (:func:`xrisk._grouping.group_keys`): the group of key k is
+    segment :math:`|\{j : k_j < k\}|`; the segments with members, sorted, give each group
+    its number among them (a binary search) and its key (a segment maximum). O(m log m),
+    static shapes (jit-safe), exact for every integer key.
     """
     m = keys.shape[0]
     if m == 0:
         return keys, keys
     backend = backend_of(keys)
-    values = xp.astype(keys, xp.float64)
-    column = xp.expand_dims(values, 1)  # key i on rows
-    row = xp.expand_dims(values, 0)  # key j on columns
-    order = xp.arange(m, dtype=keys.dtype)
-    earlier = xp.expand_dims(order, 0) < xp.expand_dims(order, 1)  # j < i
-    duplicate = xp.where(row == column, earlier, False)
-    # A key is new where no earlier position holds it: 1.0 there, 0.0 at its repeats.
-    first = 1.0 - xp.max(xp.astype(duplicate, xp.float64), axis=1)
-    smaller = xp.where(row < column, xp.expand_dims(first, 0), 0.0)
-    positions = xp.astype(xp.sum(smaller, axis=1), keys.dtype)
-    slots = write_rows(backend, xp.full_like(keys, -1), positions, keys, xp=xp,
-                       equal_duplicates=True)
+    ids = group_keys(keys, backend=backend, xp=xp, dtype=xp.float32).ids
+    segments = xp.arange(m, dtype=ids.dtype)
+    filled = backend.segment_sum(xp.ones_like(segments), ids, m) > 0
+    # The segments with members in increasing order, then m for each empty one.
+    starts = xp.sort(xp.where(filled, segments, xp.full_like(segments, m)))
+    positions = xp.astype(xp.searchsorted(starts, ids), keys.dtype)
+    segment_keys = backend.segment_max(keys, ids, m)  # every member of a segment: one key
+    slots = xp.where(starts < m, xp.take(segment_keys, xp.clip(starts, None, m - 1), axis=0),
+                     xp.full_like(keys, -1))
     return slots, positions
 
 
