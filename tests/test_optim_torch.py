@@ -284,12 +284,12 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     for step, step_grads in enumerate(grads):
         for param, grad in zip(params, step_grads):
             param.grad = grad.clone()
-        kept = xr_optim.TILE, xr_optim.MAX_TILE
-        xr_optim.TILE = xr_optim.MAX_TILE = tile  # the plans' tiles, at any thread count
+        kept = xr_optim._tile_length
+        xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
         try:
             opt.step()  # the first step builds the plans
         finally:
-            xr_optim.TILE, xr_optim.MAX_TILE = kept
+            xr_optim._tile_length = kept
         rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
         for i, grad in enumerate(step_grads):
             values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)

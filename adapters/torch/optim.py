@@ -338,16 +338,17 @@ _unflatten = torch._utils._unflatten_dense_tensors
 #: step reads and writes each of them from memory about once, while the fixed cost of the
 #: kernel's ~15 ops per tile stays small against the arithmetic.
 TILE = 1 << 16
-#: The most elements of one tile with several threads (its scratch is four such vectors).
-MAX_TILE = 1 << 20
 
 
-def _tile_length() -> int:
-    """Elements per tile: :data:`TILE` on one thread; with several, each op of a tile is a
-    parallel region whose start and join cost about as much as a thread's share of a small
-    tile, so a tile gives each thread four times more, up to :data:`MAX_TILE`."""
+def _tile_length(total: int) -> int:
+    """Elements per tile of a plan of ``total`` elements: :data:`TILE` on one thread. With
+    several, each op of a tile is a parallel region, whose start and join cost little on an
+    idle machine but a scheduler slice each when the cores are shared: a tile gives each
+    thread four times :data:`TILE` and a plan has at most 8 tiles (so a step has about as
+    many parallel regions as torch.optim's foreach step, and the scratch is at most a
+    quarter of the parameters)."""
     threads = torch.get_num_threads()
-    return TILE if threads <= 1 else max(TILE, min(MAX_TILE, 4 * TILE * threads))
+    return TILE if threads <= 1 else max(4 * TILE * threads, -(-total // 8))
 
 
 class _FlatPlan:
@@ -388,8 +389,12 @@ class _FlatPlan:
             self.flats[name] = flat
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
-        self.tiles = _tiles([p.numel() for p in params], _tile_length())
-        self.scratch: torch.Tensor | None = None  # (4, tile), allocated at the first step
+        sizes = [p.numel() for p in params]
+        self.tiles = _tiles(sizes, _tile_length(sum(sizes)))
+        # Allocated at the first step: two tile vectors for the kernels, and two for the
+        # values and gradients of the largest tile that gathers several parameters.
+        self.scratch: torch.Tensor | None = None
+        self.gathered: torch.Tensor | None = None
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
@@ -399,10 +404,12 @@ class _FlatPlan:
         grads = [_flat_view(p.grad) for p in params if p.grad is not None]  # all have one
         slices = {name: flat for name, flat in self.flats.items() if name not in self.counters}
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
-        if self.scratch is None:
-            # Four tile vectors: the kernels' two, and a gathered tile's values and gradients.
-            length = max(stop - start for start, stop, _ in self.tiles)
-            self.scratch = torch.empty((4, length), dtype=self.dtype, device=self.device)
+        if self.scratch is None or self.gathered is None:
+            lengths = [(stop - start, len(pieces)) for start, stop, pieces in self.tiles]
+            self.scratch = torch.empty((2, max(n for n, _ in lengths)), dtype=self.dtype,
+                                       device=self.device)
+            self.gathered = torch.empty((2, max([n for n, k in lengths if k > 1], default=0)),
+                                        dtype=self.dtype, device=self.device)
         same_dtype = all(g.dtype == self.dtype for g in grads)
         counters = self.counters
         for start, stop, pieces in self.tiles:
@@ -411,14 +418,15 @@ class _FlatPlan:
                 index, first, last = pieces[0]
                 value, grad = values[index][first:last], grads[index][first:last]
             else:
-                value = torch.cat([values[i][a:b] for i, a, b in pieces], out=scratch[2])
+                gathered = self.gathered[:, :stop - start]
+                value = torch.cat([values[i][a:b] for i, a, b in pieces], out=gathered[0])
                 grad = torch.cat([grads[i][a:b] for i, a, b in pieces],
-                                 out=scratch[3] if same_dtype else None)
+                                 out=gathered[1] if same_dtype else None)
             tile = {name: flat[start:stop] for name, flat in slices.items()}
             if kernel is not None:
                 new_value = value
                 counters = kernel(rule, grad, value, tile, self.counters, rates, auxiliary,
-                                  scratch[:2])
+                                  scratch)
             else:
                 new_value, new_slots = rule.update_param(
                     grad, value, rule.slots_type(**self.counters, **tile), rates,
