@@ -53,6 +53,8 @@ class KeyGroups(NamedTuple):
         0 for every position of a batch where nothing is kept.
     keep : array (B,) of bool
         The kept positions.
+    all_kept : bool
+        Whether every position is kept (no ``keep`` given): the reductions then mask nothing.
     """
 
     rows: Array
@@ -63,6 +65,7 @@ class KeyGroups(NamedTuple):
     segments: Any  #: number of segments, B (an int, or a run-time scalar on TensorFlow)
     backend: Any
     xp: Any
+    all_kept: bool = False
 
     def sum(self, values: Array) -> Array:
         """Per position, the sum of ``values`` (B,) or (B, C) over its group's kept members.
@@ -71,8 +74,9 @@ class KeyGroups(NamedTuple):
         members' results are equal whatever order a backend's scatter adds in.
         """
         xp = self.xp
-        kept = self.keep if len(values.shape) == 1 else _column(self.keep, values, xp)
-        masked = xp.where(kept, values, xp.zeros_like(values))
+        masked = values
+        if not self.all_kept:
+            masked = xp.where(_column(self.keep, values, xp), values, xp.zeros_like(values))
         totals = self.backend.segment_sum(masked, self.ids, self.segments)
         return xp.take(totals, self.ids, axis=0)
 
@@ -88,7 +92,7 @@ class KeyGroups(NamedTuple):
         """Per position, the maximum of ``values`` (B,) over its group's kept members;
         ``low`` (below every value) where the group has none."""
         xp = self.xp
-        masked = xp.where(self.keep, values, low)
+        masked = values if self.all_kept else xp.where(self.keep, values, low)
         top = self.backend.segment_max(masked, self.ids, self.segments)
         return xp.take(top, self.ids, axis=0)
 
@@ -189,16 +193,14 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
     size = keys.shape[0]
     segments = backend.axis_size(keys, 0) if size is None else size
     # The rank of each key among the keys: equal keys, equal ranks, all in [0, B).
+    host_ranks = None
     if host is None:
         ranks = xp.searchsorted(xp.sort(keys), keys)
     else:
         flat = np.reshape(host, (-1,))
-        ranks = xp.asarray(np.searchsorted(np.sort(flat), flat))
-    if keep is None:
-        rows, ids = keys, ranks
-        anchor = xp.zeros((1,), dtype=keys.dtype)
-        keep = xp.ones_like(keys) > 0
-    else:
+        host_ranks = np.searchsorted(np.sort(flat), flat)
+        ranks = xp.asarray(host_ranks)
+    if keep is not None:
         positions = xp.arange(segments, dtype=keys.dtype)
         bound = segments if size is not None else xp.astype(segments, keys.dtype)
         first = xp.min(xp.where(keep, positions, positions + bound))
@@ -206,9 +208,17 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         rows = xp.where(keep, keys, xp.take(keys, anchor, axis=0))
         # Rows are keys, so the keys' ranks tell rows apart as well.
         ids = xp.where(keep, ranks, xp.take(ranks, anchor, axis=0))
-    weights = xp.astype(keep, dtype)
-    count = xp.take(backend.segment_sum(weights, ids, segments), ids, axis=0)
-    return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
+        count = xp.take(backend.segment_sum(xp.astype(keep, dtype), ids, segments), ids, axis=0)
+        return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
+    anchor = xp.zeros((1,), dtype=keys.dtype)
+    every = xp.ones_like(keys) > 0
+    if host_ranks is not None:  # the groups' sizes from the host's ranks: the same integers
+        count = xp.astype(xp.asarray(np.bincount(host_ranks, minlength=size)[host_ranks]),
+                          dtype)
+    else:
+        count = xp.take(backend.segment_sum(xp.astype(every, dtype), ranks, segments), ranks,
+                        axis=0)
+    return KeyGroups(keys, anchor, ranks, count, every, segments, backend, xp, all_kept=True)
 
 
 def last_occurrence(index: Array, *, backend: Any, xp: Any) -> Array:
