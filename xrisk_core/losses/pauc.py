@@ -96,7 +96,7 @@ class _PairwiseLoss(BinaryLoss):
         and the rows as stored (in the table's dtype, cast back), which the weights use.
 
         The rows of one index are equal (duplicate positives pool their estimates; negatives
-        repeat their anchor positive's row), so the write skips the O(B^2) search for the
+        repeat their anchor positive's row), so the write skips the search (a sort) for the
         last position of each index (``tests/test_duplicate_rule.py`` checks it under an
         adversarial scatter order)."""
         xp = step.xp
