@@ -539,19 +539,25 @@ def test_ideal_dcg_zero_where_every_relevance_is_zero_is_a_zero_weight():
 
 
 @pytest.mark.parametrize("mode", ["jax.jit", "tf.function"])
-@pytest.mark.parametrize("name", ["EntLossClassification", "tpAUC_KL_Loss"])
+@pytest.mark.parametrize("name", ["EntLossClassification", "tpAUC_KL_Loss", "MultiLabelpAUCLoss"])
 def test_bad_traced_batch_keeps_a_float64_state_under_float32_scores(name, mode):
     """Found by the fuzzer: a bad traced batch with float32 scores and a float64 state wrote
-    its rows (EntLoss's nu) and its loss-wide entries (tpAUC-KL's w) back through float32,
-    changing their digits. Step.write_rows now re-reads the table's rows for a bad batch and
-    apply keeps every loss-wide entry as given."""
-    definition = CASES[name].make(1, {})
+    its rows (EntLoss's nu), its loss-wide entries (tpAUC-KL's w) and its per-label rows
+    (multi-label tpAUC-KL's w, keyed by label) back through float32, changing their digits.
+    Step.write_rows now re-reads the table's rows for a bad batch, and apply keeps every
+    table that no index addresses as given."""
+    definition = (xrisk.MultiLabelpAUCLoss(3, 1, mode="SOTAs", tau=0.1, lam=0.1)
+                  if name == "MultiLabelpAUCLoss" else CASES[name].make(1, {}))
     state = _prior_state(definition)
     before = {k: v.copy() for k, v in state.items()}
-    batch = ({"logits": np.array([[0.48]], np.float32), "index": np.array([1])}
-             if name == "EntLossClassification" else
-             {"scores": np.array([0.62], np.float32), "labels": np.array([0]),
-              "index": np.array([1])})  # index 1 is outside a key space of 1
+    batch = {"EntLossClassification": {"logits": np.array([[0.48]], np.float32),
+                                       "index": np.array([1])},
+             "tpAUC_KL_Loss": {"scores": np.array([0.62], np.float32), "labels": np.array([0]),
+                               "index": np.array([1])},
+             "MultiLabelpAUCLoss": {"scores": np.array([[0.62, 0.55, 0.22]], np.float32),
+                                    "labels": np.array([[0.0, 1.0, 0.0]]),
+                                    "index": np.array([1])},
+             }[name]  # index 1 is outside a key space of 1
     loss, new, _ = run_step(mode, definition, state, {}, batch)
     assert np.isnan(loss)
     assert_bitwise_equal(new, before, f"{mode} {name}")

@@ -442,7 +442,7 @@ class LossDefinition(Configured):
         loss, new_state = self._loss(step, state, params, **checked)
         if valid is None:
             return loss, new_state
-        new_state = self._unkeyed_kept(step, state, new_state)
+        new_state = self._whole_tables_kept(step, state, new_state)
         if empty is not False:
             loss = xp.where(empty, xp.zeros_like(loss), loss)
         return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
@@ -451,20 +451,25 @@ class LossDefinition(Configured):
     #: by each loss with its declared inputs as keyword parameters.
     _loss: Callable[..., tuple[Array, Any]]
 
-    def _unkeyed_kept(self, step: Step, state: Any, new_state: Any) -> Any:
-        """``new_state`` with every table not keyed by an index (a loss-wide entry: a
-        schedule counter, a smoothing factor, tpAUC-KL's w) exactly as given where the batch
-        failed the in-graph checks.
+    def _whole_tables_kept(self, step: Step, state: Any, new_state: Any) -> Any:
+        """``new_state`` with every table that no index input addresses row by row exactly
+        as given where the batch failed the in-graph checks.
 
-        Keyed tables are guarded row by row in :meth:`Step.write_rows`; a loss-wide entry is
-        returned whole, and a loss that computed it through the scores' dtype would hand back
-        a float64 entry rounded to float32. These entries are O(1) or O(labels): selecting
-        them costs nothing noticeable.
+        Tables of the key spaces in :meth:`row_keys` are written through
+        :meth:`Step.write_rows`, which guards each row. The others come back whole from the
+        loss: loss-wide entries (a schedule counter, a smoothing factor, tpAUC-KL's w) and
+        the per-label rows of the multi-label losses (keyed by ``"label"``, stacked label by
+        label). A loss that computed one through the scores' dtype would hand back a float64
+        entry rounded to float32, so a bad batch selects the given one. These tables are
+        O(1) or O(labels): selecting them costs nothing noticeable.
         """
         xp = step.xp
+        addressed = set(self.row_keys())
+        derived = self.derived_keys()
         fields = new_state._asdict()
         for name, table in self.state_tables().items():
-            if table.keys is None:
+            space = derived[table.keys][1] if table.keys in derived else table.keys
+            if space not in addressed:
                 old, new = getattr(state, name), fields[name]
                 if new.dtype != old.dtype:
                     new = xp.astype(new, old.dtype)
