@@ -10,6 +10,7 @@ definition's declarations.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeAlias
 
@@ -72,8 +73,16 @@ class XRiskLoss(LossContainer, tf.Module):
             options = variable_options()
             for name, value in state._asdict().items():
                 setattr(self, name, tf.Variable(value, trainable=False, name=name, **options))
+            specs = definition.auxiliaries()
             for name, value in params._asdict().items():
-                setattr(self, name, tf.Variable(value, trainable=True, name=name))
+                # An ascent auxiliary's projection as the variable's constraint: Keras
+                # optimizers apply it after their step, so a plain one (keras.optimizers.Adam)
+                # takes the whole projected saddle-point update (the loss reverses the
+                # gradient); the xrisk optimizers project it themselves.
+                constraint = (functools.partial(_project, specs[name], namespace)
+                              if specs[name].role == "ascent" else None)
+                setattr(self, name, tf.Variable(value, trainable=True, name=name,
+                                                constraint=constraint))
 
     def __getattr__(self, name: str) -> Any:
         return definition_attribute(self, name)
@@ -137,6 +146,11 @@ class XRiskLoss(LossContainer, tf.Module):
 
     def __repr__(self) -> str:
         return f"xrisk.tensorflow.{self.definition!r}"
+
+
+def _project(spec: xrisk.losses.Auxiliary, namespace: Any, variable: Any) -> tf.Tensor:
+    """The value of ``variable`` projected onto the bounds of ``spec`` (a constraint)."""
+    return spec.project(tf.convert_to_tensor(variable), namespace)
 
 
 class APLoss(XRiskLoss):

@@ -9,12 +9,14 @@ examples: :class:`XRiskLoss` reads everything else from the core definition's de
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import xrisk
 from xrisk import LossDefinition
@@ -28,6 +30,7 @@ from xrisk._adapter_support import (
     refuse_assignment,
 )
 from xrisk._libauc_names import guard_init
+from xrisk.losses import NoParams
 from xrisk.losses.midam import midam_class_name
 from xrisk.losses.pauc import pauc_class_name
 
@@ -85,6 +88,8 @@ class XRiskLoss(LossContainer, nn.Module):
         Inputs follow ``self.definition.inputs()`` (e.g. scores, labels, index).
         """
         check_distributed_call(self, inputs, named)  # no-op without a process group
+        if self.definition.params_type is not NoParams:  # see _project_after_step
+            _LOSSES_WITH_AUXILIARIES.add(self)
         loss, new_state = self.definition.apply(
             self.state, *inputs, params=self.aux_params, **named
         )
@@ -139,6 +144,40 @@ class XRiskLoss(LossContainer, nn.Module):
 
 def _namespace() -> Any:
     return xrisk.backends.get_backend("torch").namespace
+
+
+#: The live losses with trainable auxiliaries (weakly held; a loss joins at its forward, so
+#: copies and unpickled losses join too).
+_LOSSES_WITH_AUXILIARIES: weakref.WeakSet[XRiskLoss] = weakref.WeakSet()
+
+
+def _project_after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    """After any ``torch.optim`` optimizer's step: project each ``ascent`` auxiliary it
+    stepped onto its bounds (e.g. AUC-M's alpha >= 0).
+
+    The loss reverses the gradient of its ascent auxiliaries
+    (:meth:`xrisk.LossDefinition._saddle_point`), so a plain optimizer (``torch.optim.Adam``
+    over ``[*model.parameters(), *loss_fn.parameters()]``) ascends on them; this global
+    post-step hook adds the projection of the saddle-point update to the stored value. The
+    xrisk optimizers take the ascent themselves and never hold an ascent auxiliary in their
+    groups, so they are left alone. O(parameters of the optimizer) Python work per step, none
+    while no loss with auxiliaries is alive.
+    """
+    if not _LOSSES_WITH_AUXILIARIES:
+        return
+    ascent = {id(param): (param, spec) for loss in list(_LOSSES_WITH_AUXILIARIES)
+              for name, spec in loss.definition.auxiliaries().items() if spec.role == "ascent"
+              for param in (getattr(loss, name),)}
+    stepped = {id(param): ascent[id(param)] for group in optimizer.param_groups
+               for param in group["params"] if id(param) in ascent}
+    if stepped:
+        xp = _namespace()
+        with torch.no_grad():
+            for param, spec in stepped.values():
+                param.copy_(spec.project(param, xp))
+
+
+register_optimizer_step_post_hook(_project_after_step)
 
 
 class APLoss(XRiskLoss):

@@ -133,6 +133,13 @@ class Auxiliary(NamedTuple):
     lower: float | None = None
     upper: float | None = None
 
+    def project(self, x: Array, xp: Any) -> Array:
+        """``x`` clipped to ``[lower, upper]`` (``x`` itself without bounds): the projection
+        of every ascent step, whichever optimizer takes it."""
+        if self.lower is None and self.upper is None:
+            return x
+        return xp.clip(x, self.lower, self.upper)
+
 
 class NoState(NamedTuple):
     """State of a loss without per-key state."""
@@ -436,6 +443,7 @@ class LossDefinition(Configured):
         checked, params = self._in_compute_dtype(checked, state, params, xp)
         if empty is True:
             return self._empty_loss(checked, params, xp), state
+        params = self._saddle_point(backend, params, xp)
         # ``empty`` is an array where sizes are known only at run time (the inputs were padded
         # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
         step = Step(backend, xp, valid if empty is False else valid & ~empty, host)
@@ -446,6 +454,34 @@ class LossDefinition(Configured):
         if empty is not False:
             loss = xp.where(empty, xp.zeros_like(loss), loss)
         return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
+
+    def _saddle_point(self, backend: Any, params: Any, xp: Any) -> Any:
+        r"""``params`` with each ``ascent`` auxiliary :math:`\alpha` replaced by
+        :math:`\Pi(\alpha)` (its projection onto ``[lower, upper]``, :meth:`Auxiliary.project`)
+        whose gradient is :math:`-1` with respect to :math:`\alpha`.
+
+        So the loss's value is :math:`L(\Pi(\alpha))` and the gradient every framework reports
+        for :math:`\alpha` is :math:`-\partial L/\partial\alpha` at :math:`\Pi(\alpha)`: any
+        descent optimizer (``torch.optim.Adam``, ``optax.adam``, a Keras optimizer, a
+        hand-written SGD loop) ascends on the dual variables, the saddle-point update of the
+        min-max problem, and a stored value outside the bounds counts as its projection
+        (the adapters also project the stored value after a foreign optimizer's step where
+        the framework allows it: see the README's min-max section). The xrisk optimizers take
+        their own closed-form ascent (:meth:`ascent_direction`) and never read this gradient;
+        they keep :math:`\alpha` inside its bounds, where :math:`\Pi(\alpha) + (\alpha -
+        \alpha)` is :math:`\alpha` bit for bit, so their steps are unchanged.
+        """
+        specs = self.auxiliaries()
+        if not any(spec.role == "ascent" for spec in specs.values()):
+            return params
+        new = {}
+        for name, spec in specs.items():
+            if spec.role == "ascent":
+                value = getattr(params, name)
+                held = backend.stop_gradient(value)
+                # value Π(α) + 0 exactly; gradient -1 (the reversal) through (held - value)
+                new[name] = spec.project(held, xp) + (held - value)
+        return params._replace(**new)
 
     #: ``_loss(step, state, params, **inputs) -> (loss, new_state)``: the math, implemented
     #: by each loss with its declared inputs as keyword parameters.

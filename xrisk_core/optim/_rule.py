@@ -589,9 +589,7 @@ def ascent_step(definition: Any, aux: Any, lr: Any, active: Any = None) -> Any:
         dtype = compute_dtype(value, xp)
         moved = (_in_dtype(value, dtype, xp)
                  + _as_compute(lr, dtype, xp) * _in_dtype(directions[name], dtype, xp))
-        if spec.lower is not None or spec.upper is not None:
-            moved = xp.clip(moved, spec.lower, spec.upper)
-        moved = _in_dtype(moved, value.dtype, xp)
+        moved = _in_dtype(spec.project(moved, xp), value.dtype, xp)
         new[name] = moved if active is None else _select(active, moved, value, xp)
     return aux._replace(**new)
 
