@@ -170,7 +170,7 @@ def test_torch_state_dicts_resume_loss_and_optimizer_exactly():
 
 def test_loss_buffers_follow_the_module():
     loss_fn = xtorch.APLoss(5)
-    assert set(loss_fn.state_dict()) == {"u"} and loss_fn.u.shape == (5, 2)
+    assert set(loss_fn.state_dict()) == {"u", "_extra_state"} and loss_fn.u.shape == (5, 2)
     assert loss_fn.double().u.dtype == torch.float64
     assert loss_fn.margin == 1.0 and "APLoss" in repr(loss_fn)
 

@@ -361,7 +361,7 @@ def test_adapter_examples_run(framework, name):
 
 def test_torch_state_buffers_and_export_round_trip():
     loss_fn = xtorch.tpAUC_KL_Loss(6, dtype="float64")
-    assert set(loss_fn.state_dict()) == {"u", "w"}
+    assert set(loss_fn.state_dict()) == {"u", "w", "_extra_state"}
     assert loss_fn.u.shape == (6, 2) and loss_fn.w.shape == (2,)
     loss_fn(torch.tensor([0.9, 0.2, 0.6], dtype=torch.float64), torch.tensor([1, 0, 1]),
             torch.tensor([0, 1, 2]))

@@ -21,6 +21,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 import xrisk
 from xrisk import LossDefinition
 from xrisk._adapter_support import (
+    METADATA_KEY,
     LossContainer,
     checked_state_arrays,
     compose_doc,
@@ -48,6 +49,9 @@ class XRiskLoss(LossContainer, nn.Module):
 
     Call it with the inputs the definition declares (e.g. ``loss_fn(scores, labels, index)``),
     positionally or by name; the state rows of the batch are updated in place.
+    ``state_dict()`` carries the metadata of :meth:`export_state` (key ``"_extra_state"``),
+    and ``load_state_dict()`` (of the loss or of a model holding it) checks the loss's
+    entries as :meth:`load_state` does before copying any.
     """
 
     definition_type: ClassVar[type[LossDefinition]]
@@ -137,6 +141,102 @@ class XRiskLoss(LossContainer, nn.Module):
         with torch.no_grad():
             for name, tensor in tensors.items():
                 targets[name].copy_(tensor)
+
+    def get_extra_state(self) -> torch.Tensor:
+        """The ``"__xrisk__"`` metadata of :meth:`export_state` (format, loss name,
+        meaning-giving hyper-parameters; UTF-8 JSON in a uint8 tensor of shape (bytes,)),
+        which ``state_dict()`` keeps under ``"_extra_state"``.
+
+        A tensor rather than a dict, so that ``torch.save`` then
+        ``torch.load(weights_only=True)``, safetensors and code that maps over a state dict's
+        tensors (``{k: v.clone() ...}``) take it like the buffers.
+
+        Examples
+        --------
+        >>> import xrisk.torch as xr
+        >>> sorted(xr.APLoss(num_samples=4).state_dict())
+        ['_extra_state', 'u']
+        """
+        return torch.from_numpy(exported_state(self.definition, {})[METADATA_KEY])
+
+    def set_extra_state(self, state: Any) -> None:
+        """Nothing to set: :meth:`_load_from_state_dict` checks the metadata with the
+        entries, before torch copies anything; this loss's own follows from its definition."""
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
+                              local_metadata: dict[str, Any], strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str],
+                              error_msgs: list[str]) -> None:
+        """torch's load of this module's entries (``load_state_dict`` of the loss or of a
+        model holding it: a state dict from ``torch.save``, Lightning, DDP), with the checks
+        of :meth:`load_state`.
+
+        The entries under ``prefix`` and the metadata ``prefix + "_extra_state"`` go through
+        :func:`xrisk._adapter_support.checked_state_arrays` first: a state dict of another
+        loss or of other meaning-giving hyper-parameters, a wrong shape or a value outside its
+        declared domain is refused; a state dict without metadata (saved before xrisk wrote
+        it) loads where ``load_state`` takes an export of format 0. torch then copies the
+        checked values. On any such error none of this loss's tensors is copied and the
+        message joins torch's list: ``load_state_dict`` raises its RuntimeError after copying
+        the other modules' tensors (torch's own behaviour, as for a size mismatch).
+
+        Key matching stays torch's: ``load_state_dict`` calls this hook with ``strict=True``
+        whatever its own ``strict`` and applies that to the missing and unexpected keys at
+        the end, so the entries present are checked and copied either way; ``strict=True``
+        then raises for the missing ones, ``strict=False`` keeps their values.
+        """
+        names = self.definition.state_shapes()
+        extra_key = prefix + "_extra_state"  # torch's key of get_extra_state()
+        local = {key[len(prefix):]: value for key, value in state_dict.items()
+                 if key.startswith(prefix) and key != extra_key}
+        metadata = state_dict.get(extra_key)
+        try:
+            for key, value in local.items():
+                if not torch.overrides.is_tensor_like(value):
+                    raise TypeError(
+                        f"{self.definition.name}: state_dict[{prefix + key!r}] is a "
+                        f"{type(value).__name__}; expected a torch.Tensor. Fix: pass the "
+                        "tensors of state_dict() (or an export_state() dict to load_state).")
+            arrays = self.definition.upgrade_state(local)  # old keys, as load_state reads them
+            present = {name: arrays[name] for name in names if name in arrays}
+            # assign=True keeps the state dict's tensors (their dtype), else copy_ into ours
+            like = {name: value if local_metadata.get("assign_to_params_buffers", False)
+                    and torch.is_tensor(value) else getattr(self, name)
+                    for name, value in present.items()}
+            # as stored (old keys too: the format-0 rule reads the keys before conversion)
+            stored = {key: value for key, value in local.items()
+                      if key in present or key not in arrays}
+            checked = checked_state_arrays(
+                self.definition,
+                stored if metadata is None else {**stored, METADATA_KEY: metadata},
+                {name: str(t.dtype).rpartition(".")[2] for name, t in like.items()},
+                shapes={name: names[name] for name in present},
+            ) if present or metadata is not None else {}  # nothing of this loss here
+        except (ValueError, TypeError) as error:
+            error_msgs.append(self._state_dict_error(error, prefix))
+            return
+        for key in set(local) - set(arrays):  # converted by upgrade_state
+            del state_dict[prefix + key]
+        for name, value in checked.items():
+            state_dict[prefix + name] = torch.from_numpy(value).to(device=like[name].device,
+                                                                   dtype=like[name].dtype)
+        state_dict.setdefault(extra_key, self.get_extra_state())  # format 0: checked above
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                      missing_keys, unexpected_keys, error_msgs)
+
+    def _state_dict_error(self, error: Exception, prefix: str) -> str:
+        """The message of a refused ``load_state_dict``: where the entries are, and how to
+        load them on purpose where the message says ``reinterpret=True`` (an argument of
+        :meth:`load_state`, not of torch's ``load_state_dict``)."""
+        message = str(error)
+        if "reinterpret=True" in message:
+            names = sorted(self.definition.state_shapes())
+            key = f"{prefix!r} + name" if prefix else "name"
+            message += (
+                " load_state_dict has no reinterpret: to load these entries as this loss's "
+                f"state on purpose, call loss.load_state({{name: state_dict[{key}] for name "
+                f"in {names}}}, reinterpret=True) on this loss.")
+        return f"In the entries {prefix}*: {message}" if prefix else message
 
     def extra_repr(self) -> str:
         return repr(self.definition)
