@@ -61,7 +61,8 @@ def test_softmax_pooling_gamma_one_full_batch_is_the_exact_gradient(seed, num_sa
     sizes = torch.tensor(mask.sum(1), dtype=torch.float64)
     h = tau * (torch.logsumexp(masked, dim=1) - torch.log(sizes))
     objective = _auc_objective(h, torch.tensor(labels), *exact_params, MARGIN)
-    want = torch.autograd.grad(objective, [exact_scores, *exact_params])
+    want = _saddle_point(definition, torch.autograd.grad(objective,
+                                                         [exact_scores, *exact_params]))
     np.testing.assert_allclose(loss.item(), objective.item(), rtol=1e-10, atol=1e-12)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
@@ -86,10 +87,19 @@ def test_attention_pooling_gamma_one_full_batch_is_the_exact_gradient(seed, num_
     weights = torch.where(torch.tensor(mask) > 0, leaves[1], -torch.inf).softmax(dim=1)
     h = torch.sigmoid((weights * leaves[0]).sum(dim=1))
     objective = _auc_objective(h, torch.tensor(labels), *leaves[2:], MARGIN)
-    want = torch.autograd.grad(objective, leaves)
+    want = _saddle_point(definition, torch.autograd.grad(objective, leaves))
     np.testing.assert_allclose(loss.item(), objective.item(), rtol=1e-10, atol=1e-12)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _saddle_point(definition, grads):
+    """The exact gradients (inputs, then the auxiliaries in declaration order) as the loss
+    reports them: an ascent auxiliary's reversed (LossDefinition._saddle_point)."""
+    roles = [aux.role for aux in definition.auxiliaries().values()]
+    inputs = len(grads) - len(roles)
+    return [*grads[:inputs], *(-g if role == "ascent" else g
+                               for g, role in zip(grads[inputs:], roles, strict=True))]
 
 
 def _torch_xp():

@@ -135,7 +135,14 @@ class Auxiliary(NamedTuple):
 
     def project(self, x: Array, xp: Any) -> Array:
         """``x`` clipped to ``[lower, upper]`` (``x`` itself without bounds): the projection
-        of every ascent step, whichever optimizer takes it."""
+        of every ascent step, whichever optimizer takes it.
+
+        Examples
+        --------
+        >>> import numpy as np, array_api_compat.numpy as xp
+        >>> Auxiliary(role="ascent", lower=0.0).project(np.array([-0.3, 0.2]), xp).tolist()
+        [0.0, 0.2]
+        """
         if self.lower is None and self.upper is None:
             return x
         return xp.clip(x, self.lower, self.upper)
