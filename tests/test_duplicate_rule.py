@@ -86,7 +86,7 @@ def test_step_write_rows_with_a_2d_index_flattens_row_major(first_wins):
     table = np.zeros(6)
     index = np.array([[2, 0], [2, 5]])
     new = np.array([[10.0, 20.0], [30.0, 40.0]])
-    out = Step(first_wins, xp, None).write_rows(table, index, new, np.zeros((2, 2)))
+    out = Step(first_wins, xp, None).write_rows(table, index, new)
     assert_array_equal(out, [20.0, 0.0, 30.0, 0.0, 0.0, 40.0])
 
 
@@ -113,8 +113,7 @@ class _LastScore(LossDefinition):
         return {"last": StateTable("sample")}
 
     def _loss(self, step, state, params, scores, index):
-        old = step.xp.take(state.last, index, axis=0)
-        new_state = _LastState(step.write_rows(state.last, index, step.stop(scores), old))
+        new_state = _LastState(step.write_rows(state.last, index, step.stop(scores)))
         return step.xp.sum(scores), new_state
 
 

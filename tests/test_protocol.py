@@ -88,7 +88,7 @@ class _Ranking(LossDefinition):
     def _moving_average(self, step: Step, table: Array, index: Array, estimate: Array):
         old = _gather(step, table, index)
         new = (1 - self.gamma) * old + self.gamma * step.stop(estimate)
-        return new, step.write_rows(table, index, new, old)
+        return new, step.write_rows(table, index, new)
 
 
 class ListwiseState(NamedTuple):
@@ -189,10 +189,10 @@ class KSONG(SONG):
         above = _sigmoid(xp, (scores - xp.expand_dims(old_lambda, 1)) / 0.5)  # (Q, C)
         new_lambda = old_lambda - 0.1 * (0.4 - xp.sum(step.stop(above), axis=1)
                                          / scores.shape[1])
-        lambda_q = step.write_rows(state.lambda_q, query, new_lambda, old_lambda)
+        lambda_q = step.write_rows(state.lambda_q, query, new_lambda)
         old_s = _gather(step, state.s_q, query)
         curvature = xp.sum(step.stop(above * (1 - above)), axis=1) / scores.shape[1]
-        s_q = step.write_rows(state.s_q, query, 0.9 * curvature + 0.1 * old_s, old_s)
+        s_q = step.write_rows(state.s_q, query, 0.9 * curvature + 0.1 * old_s)
         psi = above[:, :self.num_positives]
         loss, u = self._song(step, state, scores, relevance, interaction, num_relevant,
                              ideal_dcg, psi=psi)
@@ -241,7 +241,7 @@ class SogCLR(_Contrastive):
         weight = xp.exp(step.stop(similarity) / xp.expand_dims(tau, 1))
         old = _gather(step, state.u, index)
         new = (1 - self.gamma) * old + self.gamma * xp.sum(weight, axis=1) / view1.shape[0]
-        u = step.write_rows(state.u, index, new, old)
+        u = step.write_rows(state.u, index, new)
         loss = xp.sum(step.stop(weight / xp.expand_dims(new, 1)) * similarity) / view1.shape[0]
         return loss, u, new
 
@@ -273,8 +273,8 @@ class ISogCLR(SogCLR):
         old_grad = _gather(step, state.grad_tau, index)
         new_grad = 0.9 * old_grad + 0.1 * (new_u - 1)
         tau = step.write_rows(state.tau, index,
-                              xp.clip(old_tau - 0.01 * new_grad, 0.05, 0.7), old_tau)
-        grad_tau = step.write_rows(state.grad_tau, index, new_grad, old_grad)
+                              xp.clip(old_tau - 0.01 * new_grad, 0.05, 0.7))
+        grad_tau = step.write_rows(state.grad_tau, index, new_grad)
         return loss, ISogCLRState(u, tau, grad_tau)
 
 
@@ -313,8 +313,8 @@ class Bimodal(_Contrastive):
         new_u = ((1 - self.gamma) * old_u * xp.exp(old_b - new_b)
                  + self.gamma * xp.sum(weight, axis=1) / margin.shape[0])
         loss = xp.sum(step.stop(weight / xp.expand_dims(new_u, 1)) * margin) / margin.shape[0]
-        return (loss, step.write_rows(table_u, index, new_u, old_u),
-                step.write_rows(table_b, index, new_b, old_b), new_u)
+        return (loss, step.write_rows(table_u, index, new_u),
+                step.write_rows(table_b, index, new_b), new_u)
 
     def _directions(self, step, state, view1, view2, index, taus):
         out = []
@@ -369,11 +369,9 @@ class BimodalIndividual(Bimodal):
             new_grad = 0.9 * old_grad + 0.1 * (new_u - 1)
             written.update({
                 u_name: u, b_name: b,
-                grad_name: step.write_rows(getattr(state, grad_name), index, new_grad,
-                                           old_grad),
+                grad_name: step.write_rows(getattr(state, grad_name), index, new_grad),
                 tau_name: step.write_rows(getattr(state, tau_name), index,
-                                          xp.clip(old_tau - 0.01 * new_grad, 0.005, 0.05),
-                                          old_tau),
+                                          xp.clip(old_tau - 0.01 * new_grad, 0.005, 0.05)),
             })
         loss = (directions[0][0] + directions[1][0]) / 2
         return loss, BimodalIndividualState(**written)

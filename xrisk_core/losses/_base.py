@@ -202,14 +202,14 @@ class Step:
             return new
         return self.xp.where(moved, self.xp.astype(new, gathered.dtype), gathered)
 
-    def write_rows(self, table: Array, index: Array, new: Array, old: Array, *,
+    def write_rows(self, table: Array, index: Array, new: Array, *,
                    equal_duplicates: bool = False) -> Array:
         """``table`` with rows ``index`` set to ``new`` — or left as they are for a bad batch.
 
-        ``index`` may have any shape; ``new`` and ``old`` have shape ``index.shape + row``.
-        ``old`` are the rows the step read at ``index``; the guard of a bad batch does not
-        trust them but reads the table's rows itself: a loss reads its rows in its compute
-        dtype, and float32 rows written back into a float64 table would change its digits.
+        ``index`` may have any shape; ``new`` has shape ``index.shape + row``. The guard of a
+        bad batch reads the table's own rows at ``index`` rather than rows the loss gathered:
+        a loss reads its rows in its compute dtype, and float32 rows written back into a
+        float64 table would change its digits.
         Duplicate indices follow :func:`xrisk._state.write_rows` (the last position wins); a
         loss whose rows for one index are equal by construction passes
         ``equal_duplicates=True`` to skip resolving them (a sort of the index). Callers rebind

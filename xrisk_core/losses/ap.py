@@ -184,7 +184,7 @@ class APLoss(BinaryLoss):
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
         new = step.unmoved_as_gathered(new, gathered, moved)
         # Rows of one index are equal by construction (pooled group rows): no resolution pass.
-        new_state = APState(u=step.write_rows(state.u, groups.rows, new, gathered,
+        new_state = APState(u=step.write_rows(state.u, groups.rows, new,
                                               equal_duplicates=True))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.

@@ -501,11 +501,11 @@ class GlobalContrastiveLoss(_TwoViews):
                 grad_tau = grad_tau + (log_u + self.rho - weighted_z) / 2
         has = _in_dtype(groups.has, dtype, xp)
         value = xp.sum(loss * has) / axis_size(positive, dtype=positive.dtype)
-        table = step.write_rows(state.u, index, estimate.rows, old, equal_duplicates=True)
+        table = step.write_rows(state.u, index, estimate.rows, equal_duplicates=True)
         if not individual:
             return value, GlobalContrastiveState(u=table)
         tau_rows = self._rule.rows(xp, groups, old_tau, grad_tau)
-        tau_table = step.write_rows(state.temperature, index, tau_rows, old_tau,
+        tau_table = step.write_rows(state.temperature, index, tau_rows,
                                     equal_duplicates=True)
         return value, IndividualContrastiveState(u=table, temperature=tau_table)
 
@@ -689,13 +689,13 @@ class BimodalContrastiveLoss(_TwoViews):
             term = xp.sum(stop(ratio) * margin, axis=1) / reduce
             direction = xp.sum(term * has) / axis_size(image, dtype=term.dtype)
             value = direction if value is None else (value + direction) / 2
-            written[f"u_{side}"] = step.write_rows(table, index, estimate.rows, old,
+            written[f"u_{side}"] = step.write_rows(table, index, estimate.rows,
                                                    equal_duplicates=True)
             if individual:
                 log_u = xp.log(safe) + estimate.shift
                 grad = log_u + self.rho - xp.sum(ratio * z, axis=1) / groups.num_neg
                 written[f"temperature_{side}"] = step.write_rows(
-                    tau_table, index, self._rule.rows(xp, groups, old_tau, grad), old_tau,
+                    tau_table, index, self._rule.rows(xp, groups, old_tau, grad),
                     equal_duplicates=True)
         return value, self.state_type(**written)
 

@@ -202,7 +202,7 @@ class EntLossClassification(LossDefinition):
         new = xp.stack([nu_new, xp.ones_like(nu_new)], axis=1)
         # A batch without a present position writes back what it read.
         new = xp.where(xp.expand_dims(groups.count > 0, 1), new, old)
-        table = step.write_rows(state.nu, rows, new, old, equal_duplicates=True)
+        table = step.write_rows(state.nu, rows, new, equal_duplicates=True)
 
         stored = new if new.dtype == state.nu.dtype else xp.astype(
             xp.astype(new, state.nu.dtype), dtype)

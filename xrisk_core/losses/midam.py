@@ -137,7 +137,7 @@ class _MIDAMBase(LossDefinition):
         rows = xp.where(xp.expand_dims(bags.groups.count > 0, 1), new, old)
         stored = rows if rows.dtype == table.dtype else xp.astype(
             xp.astype(rows, table.dtype), rows.dtype)
-        return (step.write_rows(table, bags.groups.rows, rows, old, equal_duplicates=True),
+        return (step.write_rows(table, bags.groups.rows, rows, equal_duplicates=True),
                 stored)
 
     def _objective(self, step: Step, bags: _Bags, h: Array, q: Array, labels: Array,

@@ -108,7 +108,7 @@ class _PairwiseLoss(BinaryLoss):
             old = xp.take(table, rows.rows, axis=0)
             new = step.unmoved_as_gathered(new, old, pairs.keep)
         stored = xp.astype(new, dtype)
-        return step.write_rows(table, rows.rows, new, old, equal_duplicates=True), stored
+        return step.write_rows(table, rows.rows, new, equal_duplicates=True), stored
 
     @staticmethod
     def _mean_over_pairs(xp: Any, weights: Array, pairs: _Pairs) -> Array:

@@ -242,7 +242,7 @@ class ListwiseCELoss(LossDefinition):
         new = xp.where(moved, xp.stack([carried + self.gamma * groups.mean(fresh), shift],
                                        axis=1), old)
         new = step.unmoved_as_gathered(new, gathered, moved)
-        table = step.write_rows(state.u, groups.rows, new, gathered, equal_duplicates=True)
+        table = step.write_rows(state.u, groups.rows, new, equal_duplicates=True)
 
         stored = _in_dtype(new, dtype, xp)  # what the next step reads
         tilde = xp.where(keep & (stored[:, 0] > 0), stored[:, 0], xp.ones_like(stored[:, 0]))
@@ -530,7 +530,7 @@ class NDCGLoss(LossDefinition):
         moved = groups.count > 0
         new = xp.where(moved, (1 - self.gamma0) * old + self.gamma0 * estimate, old)
         new = step.unmoved_as_gathered(new, gathered, moved)
-        u_table = step.write_rows(state.u, groups.rows, new, gathered, equal_duplicates=True)
+        u_table = step.write_rows(state.u, groups.rows, new, equal_duplicates=True)
         u = xp.reshape(_in_dtype(new, dtype, xp), (queries, positives))  # as stored
 
         gain = xp.exp(xp.astype(relevance, dtype) * _LN2) - 1
@@ -573,7 +573,7 @@ class NDCGLoss(LossDefinition):
             top_k / size, (queries,))
         grad_lambda = groups.mean(share + self.tau_2 * old_lambda - rate)
         new_lambda = old_lambda - self.eta0 * grad_lambda
-        lambda_table = step.write_rows(state.lambda_q, groups.rows, new_lambda, old_lambda,
+        lambda_table = step.write_rows(state.lambda_q, groups.rows, new_lambda,
                                        equal_duplicates=True)
 
         # psi with the old lambda (LibAUC's order: the differences are taken before the update).
@@ -584,7 +584,7 @@ class NDCGLoss(LossDefinition):
         old_s = _in_dtype(xp.take(state.s_q, groups.rows, axis=0), dtype, xp)
         estimate = groups.mean(self.tau_2 + xp.sum(curvature, axis=1) / num_valid)
         new_s = self.gamma1 * estimate + (1 - self.gamma1) * old_s  # >= gamma1 tau_2 > 0
-        s_table = step.write_rows(state.s_q, groups.rows, new_s, old_s, equal_duplicates=True)
+        s_table = step.write_rows(state.s_q, groups.rows, new_s, equal_duplicates=True)
         if self.top_k_version == "theo":
             s = _stored(xp, new_s, state.s_q, dtype)
             # d lambda_q / d w = mean_j H_qj dh_qj / s_q: its surrogate, differentiable in h.
