@@ -21,6 +21,9 @@ Iteration and resume
   prefetching loader (torch ``DataLoader`` workers, ``tf.data`` ``prefetch``) runs ahead of the
   loop, and ``state_dict()`` without the argument gives the sampler's own, further position.
   Iterate the loader once per epoch (no ``.repeat()``).
+* With torch, torchdata's ``StatefulDataLoader`` does this bookkeeping: save
+  ``loader.state_dict()``, and ``loader.load_state_dict(saved)`` on a new loader of a new
+  sampler; it resumes exactly, with workers and prefetch (see ``docs/datasets.md``).
 
 Examples
 --------

@@ -189,6 +189,14 @@ class BaseSampler:
     took from the current pass (``i + 1`` in ``for i, batch in enumerate(loader)``); load it
     into a fresh sampler with :meth:`load_state_dict` and call ``set_epoch(epoch)`` as usual:
     the resumed run yields exactly the batches the interrupted one had not trained on.
+
+    **torchdata's StatefulDataLoader** does that bookkeeping itself: it calls
+    :meth:`state_dict` right after drawing each batch and keeps, in ``loader.state_dict()``,
+    the state of the last batch the loop received (workers and prefetch included);
+    ``loader.load_state_dict(saved)`` hands it to :meth:`load_state_dict` of the new loader's
+    sampler when the loader is next iterated. A state taken right after an epoch's last batch
+    is ``(epoch, len(sampler))``: a pass begun there is empty and moves the sampler to
+    ``(epoch + 1, 0)`` at once.
     """
 
     _owner = "Sampler"
@@ -309,6 +317,13 @@ class BaseSampler:
         # Not a generator: the pass is registered at iter() time, before the first next().
         token = object()
         epoch, position = self.epoch, self._position
+        if position >= len(self):
+            # A complete epoch (a state saved right after its last batch): the pass is empty
+            # and the sampler stands at the next epoch now, so a pass begun after it (a
+            # StatefulDataLoader's next iterator after a finished one) trains that epoch.
+            self.epoch, self._position, self._restored = epoch + 1, 0, False
+            self._detach()
+            return iter(())
         self._detach()
         self._leader, self._restored = token, False
         return self._walk(token, epoch, position)
@@ -345,15 +360,17 @@ class BaseSampler:
             sampler (``i + 1`` in ``for i, batch in enumerate(loader)``; the pass is the latest
             ``iter()``, e.g. of the ``DataLoader`` or ``tf.data`` pipeline). The state is then
             the loop's position, however far a prefetching loader has read ahead. Default:
-            the sampler's own position (the same when nothing prefetches, e.g. a plain JAX
-            loop).
+            the sampler's own position, the batches it has handed out (the loop's position
+            when nothing prefetches, e.g. a plain JAX loop; what torchdata's
+            ``StatefulDataLoader`` saves after drawing each batch).
 
         Returns
         -------
         dict of str to int
             ``seed``, ``epoch`` and ``position`` (the next batch to train on), plain ints
-            (JSON-serialisable). A position at the end of an epoch is given as
-            ``(epoch + 1, 0)``.
+            (JSON-serialisable). With ``batches_consumed``, a position at the end of an epoch
+            is given as ``(epoch + 1, 0)``; without it, right after the epoch's last batch
+            (before its pass ends), as ``(epoch, len(sampler))``, which resumes the same way.
 
         Examples
         --------
