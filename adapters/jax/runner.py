@@ -1,0 +1,112 @@
+"""The runner's JAX session: a pure MLP trained by a ``jax.jit`` step with donated state.
+
+:func:`xrisk.runner.engine.run_seed` drives it; :meth:`Session.start` builds the step and
+:meth:`Session.epoch` is the loop, as a user would write them. float64 recipes turn on
+``jax_enable_x64`` (JAX computes in float32 otherwise).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import xrisk.jax as xr
+from xrisk.runner.data import Splits
+from xrisk.runner.engine import Phase, loss_arguments
+
+from .models import mlp_apply, mlp_layers, mlp_params
+
+__all__ = ["Session"]
+
+
+class Session:
+    """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`.
+
+    ``seed`` is unused: nothing here draws random numbers (the weights come from numpy).
+    """
+
+    def __init__(self, splits: Splits, layers: list[tuple[np.ndarray, np.ndarray]], *,
+                 activation: str, dtype: str, seed: int) -> None:
+        if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+            jax.config.update("jax_enable_x64", True)
+        self.dtype, self.activation = dtype, activation
+        self.x_train, self.y_train = jnp.asarray(splits.x_train), jnp.asarray(splits.y_train)
+        self.num_samples = splits.y_train.size
+        self.carry: dict[str, Any] = {"params": {"model": mlp_params(layers)}}
+
+    def start(self, phase: Phase) -> None:
+        loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
+                                          dtype=self.dtype)
+        optimizer = getattr(xr, phase.optimizer)(
+            **({"loss_fn": loss_fn} if phase.min_max else {}), **phase.optimizer_options)
+        to_scores = jax.nn.sigmoid if phase.probability else (lambda z: z)
+        activation, x_train, y_train = self.activation, self.x_train, self.y_train
+
+        def objective(params: Any, state: Any, index: jax.Array) -> Any:
+            logits = mlp_apply(params["model"], x_train[index], activation=activation)[:, 0]
+            return loss_fn.apply(state, to_scores(logits), y_train[index], index,
+                                 params=params["loss"])
+
+        # Parameters, optimizer state and loss state are donated: XLA updates them in place.
+        @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
+        def train_step(params: Any, opt_state: Any, state: Any, index: jax.Array) -> Any:
+            (loss, state), grads = jax.value_and_grad(objective, has_aux=True)(
+                params, state, index)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, state, loss
+
+        # The loss's trainable auxiliaries (empty for most losses) live in the parameters.
+        params = {"model": self.carry["params"]["model"], "loss": loss_fn.init_params()}
+        self.carry = {"params": params, "opt_state": optimizer.init(params),
+                      "state": loss_fn.init()}
+        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+
+    def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[jax.Array]:
+        carry = self.carry
+        for index in batches:
+            carry["params"], carry["opt_state"], carry["state"], loss = self.train_step(
+                carry["params"], carry["opt_state"], carry["state"], index.astype(np.int32))
+            yield loss
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        logits = mlp_apply(self.carry["params"]["model"], jnp.asarray(x),
+                           activation=self.activation)
+        return np.array(logits[:, 0], copy=True)
+
+    def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        return mlp_layers(self.carry["params"]["model"])
+
+    def set_layers(self, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.carry["params"] = {**self.carry["params"], "model": mlp_params(layers)}
+
+    def decay(self, factor: float, *, regularizer: bool) -> None:
+        change = (self.optimizer.update_regularizer if regularizer
+                  else self.optimizer.update_lr)
+        self.carry["opt_state"] = change(self.carry["opt_state"], factor)
+
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        leaves = jax.tree.leaves(self.carry["opt_state"])
+        arrays = {f"optimizer/{i}": np.array(leaf, copy=True) for i, leaf in enumerate(leaves)}
+        exported = self.loss_fn.export_state(self.carry["state"], self.carry["params"]["loss"])
+        arrays.update({f"loss/{k}": v for k, v in exported.items()})
+        return arrays, {"optimizer_leaves": len(leaves)}
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        leaves, treedef = jax.tree.flatten(self.carry["opt_state"])
+        if meta["optimizer_leaves"] != len(leaves):
+            raise ValueError(f"checkpoint: {meta['optimizer_leaves']} optimizer arrays; this "
+                             f"optimizer has {len(leaves)}. Fix: resume with the recipe that "
+                             "wrote the checkpoint.")
+        state, loss_params = self.loss_fn.load_state(
+            {k.partition("/")[2]: v for k, v in arrays.items() if k.startswith("loss/")})
+        opt_state = jax.tree.unflatten(treedef, [
+            jnp.asarray(arrays[f"optimizer/{i}"], dtype=leaf.dtype)
+            for i, leaf in enumerate(leaves)])
+        self.carry = {"params": {**self.carry["params"], "loss": loss_params},
+                      "opt_state": opt_state, "state": state}

@@ -1,0 +1,92 @@
+"""The runner's PyTorch session: an ``nn.Module`` MLP, an xrisk loss and optimizer.
+
+:func:`xrisk.runner.engine.run_seed` drives it; :meth:`Session.epoch` is the whole training
+loop, as a user would write it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+import xrisk.torch as xr
+from xrisk.runner.checkpoint import flatten_tree, unflatten_tree
+from xrisk.runner.data import Splits
+from xrisk.runner.engine import Phase, loss_arguments
+
+from .models import mlp, mlp_layers, set_mlp_layers
+
+__all__ = ["Session"]
+
+
+def _to_numpy(value: Any) -> np.ndarray | None:
+    return value.detach().cpu().numpy().copy() if isinstance(value, torch.Tensor) else None
+
+
+class Session:
+    """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`."""
+
+    def __init__(self, splits: Splits, layers: list[tuple[np.ndarray, np.ndarray]], *,
+                 activation: str, dtype: str, seed: int) -> None:
+        self.dtype = dtype
+        self.model = mlp(layers, activation=activation)
+        # torch's global generator (dropout, user layers) starts from the run's seed; the
+        # checkpoint keeps its state.
+        torch.manual_seed(seed)
+        self.x_train = torch.from_numpy(splits.x_train)
+        self.y_train = torch.from_numpy(splits.y_train)
+        self.num_samples = splits.y_train.size
+        self.loss_fn: Any = None
+        self.optimizer: Any = None
+
+    def start(self, phase: Phase) -> None:
+        self.loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
+                                               dtype=self.dtype)
+        extra = [self.loss_fn] if phase.min_max else []
+        self.optimizer = getattr(xr, phase.optimizer)(self.model.parameters(), *extra,
+                                                      **phase.optimizer_options)
+        self.to_scores = torch.sigmoid if phase.probability else (lambda z: z)
+
+    def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[torch.Tensor]:
+        self.model.train()
+        for index in batches:
+            index_t = torch.from_numpy(index)
+            logits = self.model(self.x_train[index_t])[:, 0]
+            loss = self.loss_fn(self.to_scores(logits), self.y_train[index_t], index_t)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            yield loss.detach()
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        self.model.eval()
+        with torch.no_grad():
+            return self.model(torch.from_numpy(x))[:, 0].numpy().copy()
+
+    def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        return mlp_layers(self.model)
+
+    def set_layers(self, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        set_mlp_layers(self.model, layers)
+
+    def decay(self, factor: float, *, regularizer: bool) -> None:
+        if regularizer:
+            self.optimizer.update_regularizer(decay_factor=factor)
+        else:
+            self.optimizer.update_lr(factor)
+
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        skeleton, arrays = flatten_tree(self.optimizer.state_dict(), "optimizer", _to_numpy)
+        arrays.update({f"loss/{k}": v for k, v in self.loss_fn.export_state().items()})
+        arrays["rng"] = torch.get_rng_state().numpy().copy()
+        return arrays, {"optimizer": skeleton}
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        self.loss_fn.load_state({k.partition("/")[2]: v for k, v in arrays.items()
+                                 if k.startswith("loss/")})
+        self.optimizer.load_state_dict(
+            unflatten_tree(meta["optimizer"], arrays, lambda a: torch.from_numpy(a.copy())))
+        torch.set_rng_state(torch.from_numpy(arrays["rng"].copy()))

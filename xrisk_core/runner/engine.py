@@ -1,0 +1,384 @@
+"""The framework-free part of a run: schedule, evaluation, early stopping, checkpoints, logs.
+
+The framework's part is a *session* (``xrisk.<framework>.runner.Session``): it holds the
+model, the loss and the optimizer and trains one epoch in its own idiom (an ``nn.Module``
+loop, a ``tf.function`` step, a ``jax.jit`` step). :func:`run_seed` drives it:
+
+.. code-block:: text
+
+    for epoch in range(start, epochs):
+        start the phase (warm-up or X-risk) if it begins here; decay at the stage epochs
+        for loss in session.epoch(sampler): ...            # the framework's loop
+        evaluate on validation and test; log; keep the best; checkpoint; stop early?
+
+A run resumed from its checkpoint (model, loss state, optimizer, sampler position, RNG,
+history) continues bit-exactly where the uninterrupted run would be.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import inspect
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+import xrisk
+
+from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
+from .data import Splits, load_splits
+from .models import Layers, glorot_layer, mlp_weights
+from .recipe import Recipe
+
+__all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
+           "session_class", "import_framework"]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What trains during part of a run: a loss and an optimizer, by class name.
+
+    ``probability``: the loss takes sigmoid scores (the AUC family), not logits;
+    ``min_max``: the optimizer takes the loss (its auxiliaries a, b, alpha).
+    """
+
+    name: str
+    loss: str
+    loss_options: dict[str, Any]
+    optimizer: str
+    optimizer_options: dict[str, Any]
+    probability: bool
+    min_max: bool
+
+
+def _takes_probabilities(loss: str) -> bool:
+    definition_type = xrisk.LOSSES[loss]
+    interval = getattr(definition_type, "score_interval", None)
+    return interval == (0.0, 1.0)
+
+
+def _plain(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _phase(name: str, loss: str, loss_options: dict[str, Any], optimizer: str,
+           optimizer_options: dict[str, Any]) -> Phase:
+    min_max = "loss_fn" in inspect.signature(xrisk.OPTIMIZERS[optimizer]).parameters
+    return Phase(name, loss, {k: _plain(v) for k, v in loss_options.items()}, optimizer,
+                 {k: _plain(v) for k, v in optimizer_options.items() if v is not None},
+                 _takes_probabilities(loss), min_max)
+
+
+def phases(recipe: Recipe) -> tuple[Phase | None, Phase]:
+    """The warm-up phase (cross-entropy; None without warm-up epochs) and the main one."""
+    main = _phase("main", recipe.loss.name, dict(recipe.loss.options), recipe.optimizer.name,
+                  dict(recipe.optimizer.options))
+    schedule = recipe.schedule
+    if not schedule.warmup_epochs:
+        return None, main
+    warmup = _phase("warmup", "CrossEntropyLoss", {}, schedule.warmup_optimizer,
+                    {"learning_rate": schedule.warmup_learning_rate})
+    return warmup, main
+
+
+def loss_arguments(phase: Phase, num_samples: int) -> dict[str, Any]:
+    """The keyword arguments of ``xr.<phase.loss>(...)``: the options, and the training
+    set's size where the loss keeps per-sample state."""
+    options = dict(phase.loss_options)
+    if "num_samples" in inspect.signature(xrisk.LOSSES[phase.loss]).parameters:
+        options["num_samples"] = num_samples
+    return options
+
+
+class Session(Protocol):
+    """What a framework adapter provides (``xrisk.<framework>.runner.Session``)."""
+
+    def __init__(self, splits: Splits, layers: Layers, *, activation: str, dtype: str,
+                 seed: int) -> None: ...
+
+    def start(self, phase: Phase) -> None:
+        """Build the phase's loss and optimizer (fresh state) for the current model."""
+
+    def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[Any]:
+        """Train on each index batch; yield each batch's loss."""
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Logits (N,) as numpy."""
+
+    def layers(self) -> Layers:
+        """The model's weights as numpy ``[(kernel (in, out), bias), ...]``."""
+
+    def set_layers(self, layers: Layers) -> None: ...
+
+    def decay(self, factor: float, *, regularizer: bool) -> None:
+        """``update_regularizer(factor)`` (a new proximal stage) or ``update_lr(factor)``."""
+
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The loss's and optimizer's state (and the framework's RNG): arrays and JSON."""
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None: ...
+
+
+def import_framework(framework: str) -> None:
+    """Import a framework safely: torch before TensorFlow (loading TensorFlow first makes a
+    later torch import crash), TensorFlow's start-up logs quiet."""
+    if framework == "tensorflow":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # reproducible sums
+        if importlib.util.find_spec("torch") is not None:
+            import torch  # noqa: F401
+    try:
+        importlib.import_module(framework)
+    except ImportError as error:
+        extra = {"tensorflow": "tensorflow-cpu"}.get(framework, framework)
+        raise ImportError(f"framework: {framework!r} is not installed ({error}). Fix: pip "
+                          f"install \"xrisk[{extra}]\" or choose another framework.") from None
+
+
+def session_class(framework: str) -> type[Session]:
+    """``xrisk.<framework>.runner.Session``, imported now (not at ``import xrisk``)."""
+    import_framework(framework)
+    module = importlib.import_module(f"xrisk.{framework}.runner")
+    return module.Session  # type: ignore[no-any-return]
+
+
+@dataclass
+class RunResult:
+    """One seed's run: where it lives, its per-epoch history, the selected epoch and the
+    test metrics of the model selected on validation."""
+
+    run_dir: Path
+    seed: int
+    history: list[dict[str, Any]]
+    best_epoch: int
+    test: dict[str, float]
+    validation: dict[str, float]
+    seconds: float
+    stopped_early: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _metrics(recipe: Recipe, y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    from xrisk.metrics import evaluate
+
+    if y.size == 0 or y.min() == y.max():
+        return {}
+    names = list(dict.fromkeys([*recipe.evaluation.metrics, recipe.metric]))
+    values = evaluate(y, logits, metrics=names, max_fpr=recipe.evaluation.max_fpr,
+                      min_tpr=recipe.evaluation.min_tpr)
+    return {name: float(value) for name, value in values.items()}
+
+
+def _write_logs(run_dir: Path, history: list[dict[str, Any]]) -> None:
+    """metrics.jsonl and metrics.csv, rewritten from the history (a resumed run's logs hold
+    exactly the epochs it kept)."""
+    lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in history)
+    (run_dir / "metrics.jsonl").write_text(lines)
+    columns = list(dict.fromkeys(key for row in history for key in row))
+    with (run_dir / "metrics.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(history)
+
+
+def _layers_arrays(prefix: str, layers: Layers) -> dict[str, np.ndarray]:
+    out = {}
+    for i, (kernel, bias) in enumerate(layers):
+        out[f"{prefix}/{i}/kernel"], out[f"{prefix}/{i}/bias"] = kernel, bias
+    return out
+
+
+def _arrays_layers(prefix: str, arrays: dict[str, np.ndarray]) -> Layers:
+    count = sum(1 for key in arrays if key.startswith(f"{prefix}/") and key.endswith("/kernel"))
+    return [(arrays[f"{prefix}/{i}/kernel"], arrays[f"{prefix}/{i}/bias"])
+            for i in range(count)]
+
+
+class _Progress:
+    """tqdm over epochs when installed and wanted; otherwise a line per epoch or nothing."""
+
+    def __init__(self, total: int, initial: int, label: str, enabled: bool) -> None:
+        self.bar = None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(total=total, initial=initial, desc=label, unit="epoch",
+                            leave=False)
+        self.label = label
+
+    def update(self, shown: dict[str, str]) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(shown)
+            self.bar.update(1)
+        elif self.enabled:
+            print(f"{self.label} " + " ".join(f"{k}={v}" for k, v in shown.items()), flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+BatchCallback = Callable[[int, int, float], None]
+
+
+def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
+             progress: bool = True, on_batch: BatchCallback | None = None,
+             on_epoch: Callable[[int, dict[str, Any]], None] | None = None) -> RunResult:
+    """Train one seed of ``recipe`` into ``run_dir``; see the module docstring.
+
+    ``on_batch(epoch, batch, loss)`` runs after every step; ``on_epoch(epoch, row)`` after
+    every epoch's evaluation (``xrisk tune`` prunes there by raising).
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints = run_dir / "checkpoints"
+    if not resume and latest_checkpoint(checkpoints) is not None:
+        raise FileExistsError(
+            f"{run_dir}: holds a run already (checkpoints/latest.json). Fix: pass --resume "
+            "to continue it, or choose another output folder (--out).")
+    splits = load_splits(recipe.data, seed=seed, dtype=recipe.dtype)
+    layers = mlp_weights(splits.x_train.shape[1], recipe.model.hidden, 1, seed=seed,
+                         dtype=recipe.dtype)
+    session = session_class(recipe.framework)(splits, layers, activation=recipe.model.activation,
+                                              dtype=recipe.dtype, seed=seed)
+    warmup, main = phases(recipe)
+    schedule, epochs = recipe.schedule, recipe.epochs
+    main_epochs = epochs - schedule.warmup_epochs
+    decay_epochs = {schedule.warmup_epochs + max(1, round(f * main_epochs))
+                    for f in schedule.decay_at} - {epochs}
+    rng = np.random.default_rng([seed, 1])  # the last layer's re-initialisation
+    if recipe.sampler.name == "dual":
+        from xrisk.samplers import DualSampler
+        sampler: Any = DualSampler(splits.y_train, recipe.sampler.batch_size,
+                                   sampling_rate=recipe.sampler.sampling_rate, seed=seed)
+    else:
+        from xrisk.samplers import RandomSampler
+        sampler = RandomSampler(splits.y_train.size, recipe.sampler.batch_size, seed=seed)
+
+    target = recipe.metric
+    best = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
+    history: list[dict[str, Any]] = []
+    best_layers = layers
+    start, started, seconds_before = 0, None, 0.0
+    if resume and latest_checkpoint(checkpoints) is not None:
+        arrays, meta = load_checkpoint(checkpoints)
+        if meta["recipe"] != recipe.to_dict():
+            raise ValueError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
+                             "resume with the recipe the run started with (its recipe.json).")
+        start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
+        seconds_before = meta["seconds"]
+        session.set_layers(_arrays_layers("model", arrays))
+        best_layers = _arrays_layers("best", arrays)
+        rng.bit_generator.state = meta["rng"]
+        sampler.load_state_dict(meta["sampler"])
+        phase_now = warmup if warmup is not None and start < schedule.warmup_epochs else main
+        if meta["phase"] == phase_now.name:
+            session.start(phase_now)
+            session.load_state({k.partition("/")[2]: v for k, v in arrays.items()
+                                if k.startswith("session/")}, meta["session"])
+            started = phase_now.name
+    write_json_atomic(run_dir / "recipe.json", recipe.to_dict())
+    began = time.perf_counter()
+    stopped_early = False
+    bar = _Progress(epochs, start, f"{recipe.framework} {recipe.loss.name} seed {seed}",
+                    progress)
+    for epoch in range(start, epochs):
+        phase = warmup if warmup is not None and epoch < schedule.warmup_epochs else main
+        if started != phase.name:
+            if phase is main and warmup is not None and schedule.reinit_last_layer:
+                kernel, _ = session.layers()[-1]
+                new_last = glorot_layer(rng, *kernel.shape, recipe.dtype)
+                session.set_layers([*session.layers()[:-1], new_last])
+            session.start(phase)
+            started = phase.name
+        if epoch in decay_epochs:
+            session.decay(schedule.decay_factor, regularizer=main_stages(recipe))
+        sampler.set_epoch(epoch)
+        total, count = 0.0, 0
+        for batch, loss in enumerate(session.epoch(sampler)):
+            value = float(loss)
+            total, count = total + value, count + 1
+            if on_batch is not None:
+                on_batch(epoch, batch, value)
+        row: dict[str, Any] = {"epoch": epoch, "phase": phase.name,
+                               "loss": total / max(count, 1)}
+        validation = _metrics(recipe, splits.y_val, session.predict(splits.x_val))
+        row.update({f"val_{k}": v for k, v in validation.items()})
+        row.update({f"test_{k}": v for k, v in
+                    _metrics(recipe, splits.y_test, session.predict(splits.x_test)).items()})
+        history.append(row)
+        watched = validation.get(target)
+        if phase is main:
+            if watched is None or watched > best["value"]:
+                best = {"value": -math.inf if watched is None else watched, "epoch": epoch,
+                        "bad_epochs": 0}
+                best_layers = session.layers()
+            else:
+                best["bad_epochs"] += 1
+        seconds = seconds_before + time.perf_counter() - began
+        session_arrays, session_meta = session.state()
+        arrays = {**_layers_arrays("model", session.layers()),
+                  **_layers_arrays("best", best_layers),
+                  **{f"session/{k}": v for k, v in session_arrays.items()}}
+        meta = {"recipe": recipe.to_dict(), "history": history, "best": best,
+                "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
+                "phase": phase.name, "session": session_meta, "seconds": seconds}
+        save_checkpoint(checkpoints, epoch, arrays, meta)
+        _write_logs(run_dir, history)
+        bar.update({"loss": f"{row['loss']:.4f}",
+                    f"val_{target}": "-" if watched is None else f"{watched:.4f}",
+                    "best": f"{best['value']:.4f}" if best["epoch"] >= 0 else "-"})
+        if on_epoch is not None:
+            on_epoch(epoch, row)
+        if (recipe.evaluation.early_stopping and phase is main and watched is not None
+                and best["bad_epochs"] >= recipe.evaluation.patience):
+            stopped_early = True
+            break
+    bar.close()
+    return _finish(recipe, seed, run_dir, session, splits, history, best, best_layers,
+                   seconds_before + time.perf_counter() - began, stopped_early)
+
+
+def main_stages(recipe: Recipe) -> bool:
+    """Whether decay points start proximal stages (``update_regularizer``): optimizers with
+    an epoch-decay reference point that is in use; else ``update_lr``."""
+    options = recipe.optimizer.options
+    decay = options.get("epoch_decay", inspect.signature(
+        xrisk.OPTIMIZERS[recipe.optimizer.name]).parameters.get("epoch_decay"))
+    if isinstance(decay, inspect.Parameter):
+        decay = decay.default
+    return bool(decay)
+
+
+def _finish(recipe: Recipe, seed: int, run_dir: Path, session: Session, splits: Splits,
+            history: list[dict[str, Any]], best: dict[str, Any], best_layers: Layers,
+            seconds: float, stopped_early: bool) -> RunResult:
+    """Select the best epoch's model, score it, write predictions.npz and result.json."""
+    best_epoch = best["epoch"] if best["epoch"] >= 0 else history[-1]["epoch"]
+    session.set_layers(best_layers)
+    test_logits = session.predict(splits.x_test)
+    val_logits = session.predict(splits.x_val)
+    test = _metrics(recipe, splits.y_test, test_logits)
+    validation = _metrics(recipe, splits.y_val, val_logits)
+    with (run_dir / "predictions.tmp.npz").open("wb") as handle:
+        np.savez(handle, test_logits=test_logits, y_test=splits.y_test,
+                 val_logits=val_logits, y_val=splits.y_val)
+    os.replace(run_dir / "predictions.tmp.npz", run_dir / "predictions.npz")
+    result = RunResult(run_dir, seed, history, best_epoch, test, validation, seconds,
+                       stopped_early)
+    write_json_atomic(run_dir / "result.json", {
+        "seed": seed, "best_epoch": best_epoch, "test": test, "validation": validation,
+        "seconds": seconds, "stopped_early": stopped_early, "epochs_run": len(history),
+        "framework": recipe.framework, "loss": recipe.loss.name,
+        "optimizer": recipe.optimizer.name, "metric": recipe.metric})
+    return result

@@ -1,0 +1,468 @@
+"""The recipe: one YAML file that says what to train, how, and how to judge it.
+
+Validated by pydantic (``pip install "xrisk[runner]"``); a bad recipe raises
+:class:`RecipeError`, whose message names each bad field by its dotted path, the value
+received, what is expected and the fix. Every section is optional except ``data``; unset
+hyper-parameters take the method's defaults (:mod:`xrisk.runner.methods`).
+
+>>> from xrisk.runner.recipe import parse_recipe
+>>> recipe = parse_recipe({"data": {"name": "breast_cancer"}, "method": "soap"})
+>>> recipe.loss.name, recipe.optimizer.name, recipe.evaluation.target
+('APLoss', 'SOAP', 'ap')
+>>> parse_recipe({"data": {"name": "breast_cancer"}, "epochs": 0})
+Traceback (most recent call last):
+...
+xrisk.runner.recipe.RecipeError: recipe has 1 problem:
+  - epochs: received 0; expected a number >= 1. Fix: set epochs to an integer >= 1.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import inspect
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+import xrisk
+from xrisk.metrics import METRIC_NAMES
+
+from .methods import DATA_ARGUMENTS, METHODS, defaults
+
+__all__ = ["Recipe", "RecipeError", "load_recipe", "parse_recipe", "apply_overrides",
+           "builtin_recipes", "FRAMEWORKS"]
+
+FRAMEWORKS = ("torch", "tensorflow", "jax")
+DATASETS = ("breast_cancer", "digits", "mnist_5k", "csv")
+BINARY_LOSSES = tuple(name for name in (
+    "CrossEntropyLoss", "FocalLoss", "AUCMLoss", "CompositionalAUCLoss", "PairwiseAUCLoss",
+    "APLoss", "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss"))
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot run; the message lists every problem with its fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSection(_Section):
+    """Which data set, how it is made binary and imbalanced, and how it is split.
+
+    ``imratio`` subsamples the positives of the **training** split only (validation and
+    test keep the natural ratio); ``limit`` keeps the first examples after shuffling
+    (tests, smoke runs).
+    """
+
+    name: Literal["breast_cancer", "digits", "mnist_5k", "csv"]
+    positive_class: int | None = Field(None, ge=0, le=9)
+    imratio: float | None = Field(None, gt=0, le=0.5)
+    path: str | None = None
+    label_column: str = "label"
+    test_size: float = Field(0.3, gt=0, lt=1)
+    validation_size: float = Field(0.2, ge=0, lt=1)
+    standardize: bool = True
+    limit: int | None = Field(None, ge=20)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DataSection:
+        if self.name == "csv" and not self.path:
+            raise ValueError("data.path: received None; expected the CSV file's path with "
+                             "data.name 'csv'. Fix: set data.path: features.csv")
+        if self.name in ("digits", "mnist_5k") and self.positive_class is None:
+            object.__setattr__(self, "positive_class", 0)
+        if self.name not in ("digits", "mnist_5k") and self.positive_class is not None:
+            raise ValueError(f"data.positive_class: received {self.positive_class} for data "
+                             f"set {self.name!r}; it applies to digits and mnist_5k only. "
+                             "Fix: remove data.positive_class.")
+        return self
+
+
+class ModelSection(_Section):
+    """The network: an MLP with ``hidden`` layer widths and one output per label."""
+
+    name: Literal["mlp"] = "mlp"
+    hidden: tuple[int, ...] = (32,)
+    activation: Literal["relu", "tanh"] = "relu"
+
+    @field_validator("hidden")
+    @classmethod
+    def _widths(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(width < 1 for width in value):
+            raise ValueError("expected positive widths, e.g. [32]")
+        return value
+
+
+class LossSection(_Section):
+    """An xrisk loss by class name and its hyper-parameters (sizes come from the data)."""
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class OptimizerSection(_Section):
+    """An xrisk optimizer by class name and its hyper-parameters."""
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SamplerSection(_Section):
+    """``dual``: a fixed share ``sampling_rate`` of positives in each batch; ``random``."""
+
+    name: Literal["dual", "random"] = "dual"
+    batch_size: int = Field(64, ge=2)
+    sampling_rate: float = Field(0.25, gt=0, lt=1)
+
+
+class ScheduleSection(_Section):
+    """Warm-up, last-layer re-initialisation and stage-wise decay.
+
+    ``warmup_epochs`` of cross-entropy (``warmup_optimizer`` at ``warmup_learning_rate``)
+    come first (LibAUC's pre-training recipe); ``reinit_last_layer`` then redraws the output
+    layer before the X-risk loss starts. At each fraction in ``decay_at`` of the X-risk
+    epochs the optimizer's ``update_regularizer(decay_factor)`` (methods with stages: PESG,
+    PDSCA) or ``update_lr(decay_factor)`` runs.
+    """
+
+    warmup_epochs: int = Field(0, ge=0)
+    warmup_optimizer: Literal["Adam", "SGD"] = "Adam"
+    warmup_learning_rate: float = Field(1e-3, gt=0)
+    reinit_last_layer: bool = False
+    decay_at: tuple[float, ...] = (0.5, 0.75)
+    decay_factor: float = Field(10.0, ge=1)
+
+    @field_validator("decay_at")
+    @classmethod
+    def _fractions(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not 0 < f < 1 for f in value):
+            raise ValueError("expected fractions of training in (0, 1), e.g. [0.5, 0.75]")
+        return tuple(sorted(value))
+
+
+class EvaluationSection(_Section):
+    """Metrics on the validation and test splits; early stopping on ``target``."""
+
+    metrics: tuple[str, ...] = ("auroc", "ap")
+    target: str | None = None
+    max_fpr: float = Field(0.3, gt=0, le=1)
+    min_tpr: float = Field(0.7, ge=0, lt=1)
+    early_stopping: bool = True
+    patience: int = Field(5, ge=1)
+
+    @field_validator("metrics")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            _check_metric(name)
+        return value
+
+    @field_validator("target")
+    @classmethod
+    def _known_target(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_metric(value)
+        return value
+
+
+def _check_metric(name: str) -> None:
+    allowed = tuple(m for m in METRIC_NAMES if "@" not in m)  # classification metrics
+    if name not in allowed:
+        raise ValueError(f"{name!r} is not a metric; expected one of {list(allowed)}"
+                         + _did_you_mean(name, allowed))
+
+
+class Recipe(_Section):
+    """A whole recipe (see ``docs/runner.md`` for every field)."""
+
+    name: str = "run"
+    method: str | None = None
+    framework: Literal["torch", "tensorflow", "jax"] = "torch"
+    dtype: Literal["float32", "float64"] = "float32"
+    seeds: tuple[int, ...] = (0,)
+    epochs: int = Field(20, ge=1)
+    data: DataSection
+    model: ModelSection = ModelSection()
+    loss: LossSection
+    optimizer: OptimizerSection
+    sampler: SamplerSection = SamplerSection()
+    schedule: ScheduleSection = ScheduleSection()
+    evaluation: EvaluationSection = EvaluationSection()
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 1:
+                raise ValueError("expected a count >= 1 or a list of seeds")
+            return tuple(range(value))
+        return value
+
+    @field_validator("seeds")
+    @classmethod
+    def _nonnegative(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or any(s < 0 for s in value) or len(set(value)) != len(value):
+            raise ValueError("expected distinct seeds >= 0")
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
+        return self.model_dump(mode="json")
+
+    @property
+    def metric(self) -> str:
+        """The metric early stopping and comparisons watch."""
+        return self.evaluation.target or "auroc"
+
+
+def _did_you_mean(name: str, allowed: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
+    """Expand ``method: <name>`` into loss, optimizer, sampler and target metric; explicit
+    sections win, and options merge over the method's defaults."""
+    method = raw.get("method")
+    if method is None:
+        for part in ("loss", "optimizer"):
+            if part not in raw:
+                problems.append(f"{part}: missing; expected a {part} section or a method. "
+                                f"Fix: add 'method: soap' (one of {sorted(METHODS)}) or a "
+                                f"'{part}:' section with a name.")
+        return
+    if method not in METHODS:
+        problems.append(f"method: received {method!r}; expected one of {sorted(METHODS)}"
+                        f"{_did_you_mean(str(method), list(METHODS))}. Fix: name a method "
+                        "of the table (xrisk methods lists them) or give loss and optimizer.")
+        return
+    row = METHODS[method]
+    values = defaults(method)
+    for part, cls_name in (("loss", row.loss), ("optimizer", row.optimizer)):
+        given = raw.get(part) or {}
+        if not isinstance(given, Mapping):
+            continue
+        name = given.get("name", cls_name)
+        options = dict(values[part]) if name == cls_name else {}
+        options.update(given.get("options") or {})
+        raw[part] = {"name": name, "options": options}
+    sampler = dict(raw.get("sampler") or {})
+    sampler.setdefault("name", row.sampler)
+    raw["sampler"] = sampler
+    evaluation = dict(raw.get("evaluation") or {})
+    evaluation.setdefault("target", row.metric)
+    raw["evaluation"] = evaluation
+
+
+def _check_class_options(recipe: Recipe, problems: list[str]) -> None:
+    """Loss and optimizer: known names, known options, values the class accepts."""
+    built: dict[str, Any] = {}
+    for part, registry in (("loss", xrisk.LOSSES), ("optimizer", xrisk.OPTIMIZERS)):
+        section = getattr(recipe, part)
+        allowed = BINARY_LOSSES if part == "loss" else tuple(registry)
+        if section.name not in allowed:
+            problems.append(
+                f"{part}.name: received {section.name!r}; expected one of {list(allowed)}"
+                f"{_did_you_mean(section.name, allowed)}. Fix: name a binary-classification "
+                f"{part} (the runner trains binary classifiers in this version).")
+            continue
+        cls = registry[section.name]
+        parameters = inspect.signature(cls).parameters
+        settable = [n for n in parameters if n not in DATA_ARGUMENTS]
+        unknown = [n for n in section.options if n not in settable]
+        for name in unknown:
+            problems.append(
+                f"{part}.options.{name}: received {section.options[name]!r}, but "
+                f"{section.name} has no option {name!r}{_did_you_mean(name, settable)}; "
+                f"expected one of {settable}. Fix: remove it or correct its name.")
+        if unknown:
+            continue
+        options = {k: v for k, v in section.options.items() if v is not None
+                   or parameters[k].default is None}
+        if part == "loss" and "num_samples" in parameters:
+            options["num_samples"] = 8
+        if part == "optimizer" and "loss_fn" in parameters:
+            if "loss" not in built:
+                continue  # the loss's own problem is reported
+            options["loss_fn"] = built["loss"]
+        try:
+            built[part] = cls(**options)
+        except (TypeError, ValueError) as error:
+            problems.append(f"{part}.options: {section.name} refuses them: {error}")
+
+
+def _pydantic_problems(error: pydantic.ValidationError) -> list[str]:
+    out = []
+    for item in error.errors():
+        path = ".".join(str(p) for p in item["loc"]) or "recipe"
+        received = item.get("input")
+        kind = item["type"]
+        message = item["msg"].removeprefix("Value error, ")
+        if kind == "extra_forbidden":
+            section = item["loc"][:-1]
+            fields = _fields_at(section)
+            name = str(item["loc"][-1])
+            out.append(f"{path}: unknown field (received {received!r}); expected one of "
+                       f"{fields}{_did_you_mean(name, fields)}. Fix: remove or rename it.")
+        elif kind == "missing":
+            out.append(f"{path}: missing; expected a value. Fix: add {path} to the recipe.")
+        elif kind in ("greater_than_equal", "greater_than", "less_than", "less_than_equal"):
+            bound = next(iter(item.get("ctx", {}).items()), ("", ""))
+            words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+            out.append(f"{path}: received {received!r}; expected a number {words[bound[0]]} "
+                       f"{bound[1]}. Fix: set {path} to "
+                       f"{'an integer' if isinstance(received, int) else 'a number'} "
+                       f"{words[bound[0]]} {bound[1]}.")
+        elif kind == "literal_error":
+            expected = item.get("ctx", {}).get("expected", "")
+            out.append(f"{path}: received {received!r}; expected {expected}"
+                       f"{_did_you_mean(str(received), _literals(expected))}. Fix: use one "
+                       "of those values.")
+        elif "Fix:" in message:
+            out.append(message if message.startswith(path) else f"{path}: {message}")
+        else:
+            out.append(f"{path}: received {received!r}; {message}. Fix: correct {path}.")
+    return out
+
+
+def _literals(expected: str) -> list[str]:
+    return [part.strip(" '\"") for part in expected.replace(" or ", ",").split(",")]
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "data": DataSection, "model": ModelSection, "loss": LossSection,
+    "optimizer": OptimizerSection, "sampler": SamplerSection, "schedule": ScheduleSection,
+    "evaluation": EvaluationSection}
+
+
+def _fields_at(location: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = _SECTIONS.get(str(location[0]), Recipe) if location else Recipe
+    return list(model.model_fields)
+
+
+def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
+    """Validate a recipe given as plain data (the parsed YAML); raise :class:`RecipeError`."""
+    if not isinstance(raw, Mapping):
+        raise RecipeError(f"recipe: received a {type(raw).__name__} ({raw!r:.80}); expected a "
+                          "mapping of sections (data:, method:, ...). Fix: see docs/runner.md.")
+    data = copy.deepcopy(dict(raw))
+    problems: list[str] = []
+    _fill_method(data, problems)
+    if problems:
+        raise RecipeError(_format(problems))
+    try:
+        recipe = Recipe.model_validate(data)
+    except pydantic.ValidationError as error:
+        raise RecipeError(_format(_pydantic_problems(error))) from None
+    _check_class_options(recipe, problems)
+    if recipe.sampler.batch_size > 0 and recipe.schedule.warmup_epochs >= recipe.epochs:
+        problems.append(
+            f"schedule.warmup_epochs: received {recipe.schedule.warmup_epochs} with epochs "
+            f"{recipe.epochs}; expected fewer warm-up epochs than epochs. Fix: lower "
+            "schedule.warmup_epochs or raise epochs.")
+    if problems:
+        raise RecipeError(_format(problems))
+    return recipe
+
+
+def _format(problems: list[str]) -> str:
+    count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    return f"recipe has {count}:\n" + "\n".join(f"  - {p}" for p in problems)
+
+
+_FLOAT = (r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+          r"|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)"
+          r"|\.[0-9_]+(?:[eE][-+][0-9]+)?"
+          r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+
+
+def _yaml_load(text: str) -> Any:
+    """``yaml.safe_load``, except that ``1e-3`` is a float (YAML 1.1, PyYAML's dialect,
+    reads it as a string: only ``1.0e-3`` would be a number)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_FLOAT),
+                                 list("-+0123456789."))
+    return yaml.load(text, Loader=Loader)  # noqa: S506  (a SafeLoader subclass)
+
+
+def _parse_value(text: str) -> Any:
+    return _yaml_load(text)
+
+
+def apply_overrides(raw: Mapping[str, Any], assignments: Sequence[str]) -> dict[str, Any]:
+    """Apply ``--set a.b=value`` assignments (values parsed as YAML) to a raw recipe.
+
+    ``loss.<name>`` and ``optimizer.<name>`` set an option of the class, as a shorthand for
+    ``loss.options.<name>``.
+
+    >>> apply_overrides({"epochs": 3}, ["epochs=5", "loss.gamma=0.5"])
+    {'epochs': 5, 'loss': {'options': {'gamma': 0.5}}}
+    """
+    out = copy.deepcopy(dict(raw))
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        if not sep or not key.strip():
+            raise RecipeError(f"--set: received {assignment!r}; expected FIELD=VALUE, e.g. "
+                              "loss.gamma=0.5. Fix: write the field, '=', then the value.")
+        path = key.strip().split(".")
+        if path[0] in ("loss", "optimizer") and len(path) == 2 and path[1] not in (
+                "name", "options"):
+            path = [path[0], "options", path[1]]
+        node = out
+        for part in path[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise RecipeError(f"--set {assignment}: {part} holds {child!r}, not a section. "
+                                  "Fix: set the section's fields, not a value's parts.")
+            node = child
+        node[path[-1]] = _parse_value(text)
+    return out
+
+
+def builtin_recipes() -> dict[str, Path]:
+    """The recipes shipped with xrisk, by name (``xrisk train breast_cancer_auroc``)."""
+    folder = Path(__file__).parent / "recipes"
+    return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
+
+
+def read_recipe_file(source: str | Path) -> dict[str, Any]:
+    """The raw recipe of a YAML file, or of a shipped recipe's name."""
+    import yaml
+
+    path = Path(source)
+    if not path.exists():
+        shipped = builtin_recipes()
+        if str(source) in shipped:
+            path = shipped[str(source)]
+        else:
+            raise RecipeError(
+                f"recipe: received {str(source)!r}, neither a file nor a shipped recipe; "
+                f"expected a YAML path or one of {sorted(shipped)}"
+                f"{_did_you_mean(str(source), list(shipped))}. Fix: check the path.")
+    try:
+        raw = _yaml_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise RecipeError(f"recipe {path}: not valid YAML ({error}). Fix: correct the "
+                          "syntax at the position shown.") from None
+    return raw if raw is not None else {}
+
+
+def load_recipe(source: str | Path | Mapping[str, Any],
+                overrides: Sequence[str] = ()) -> Recipe:
+    """A validated :class:`Recipe` from a YAML file, a shipped recipe's name or a dict,
+    with ``--set`` style ``overrides`` applied first."""
+    raw = dict(source) if isinstance(source, Mapping) else read_recipe_file(source)
+    return parse_recipe(apply_overrides(raw, overrides))
