@@ -151,7 +151,9 @@ def gather_batch(loss: Any, *inputs: Any, group: Any = None, **named: Any
 
 def check_ddp(module: nn.Module) -> None:
     """Raise if ``module`` is a DDP model with ``broadcast_buffers=True`` holding an xrisk
-    loss with state (see the module docstring); the losses also check at their first call.
+    loss whose state DDP syncs (see the module docstring; state that DDP was told to ignore,
+    ``_ddp_params_and_buffers_to_ignore``, is never synced); the losses also check at their
+    first call.
 
     Raises
     ------
@@ -165,8 +167,11 @@ def check_ddp(module: nn.Module) -> None:
         return
     from .losses import XRiskLoss
 
-    for sub in module.module.modules():
-        if isinstance(sub, XRiskLoss | ShardedLoss) and any(True for _ in sub.buffers()):
+    ignored = getattr(module, "parameters_to_ignore", set())  # DDP's list: never synced
+    for prefix, sub in module.module.named_modules():
+        if isinstance(sub, XRiskLoss | ShardedLoss) and any(
+                name not in ignored for name, _ in sub.named_buffers(prefix=prefix,
+                                                                     recurse=False)):
             raise RuntimeError(
                 f"{sub.definition.name} is inside a DistributedDataParallel model that syncs "
                 "buffers at each forward (broadcast_buffers / forward_sync_buffers=True): "
@@ -174,8 +179,9 @@ def check_ddp(module: nn.Module) -> None:
                 "(O(num_samples) per step) and discards the other ranks' "
                 "updates. Expected the loss outside the DDP-wrapped module. Fix: wrap only "
                 "the network, DDP(net), and call loss_fn(**gather_batch(loss_fn, scores, "
-                "labels, index)) outside it (or pass broadcast_buffers=False; "
-                "forward_sync_buffers=False still copies rank 0's state at construction)."
+                "labels, index)) outside it, or exclude its state from DDP's sync before "
+                "wrapping (xrisk.torch.lightning.exclude_loss_state_from_ddp(model); under "
+                "Lightning, the callback xrisk.torch.lightning.XRiskCallback does it)."
             )
 
 
