@@ -17,9 +17,17 @@ forms: torch would wrap the sampler in a ``BatchSampler`` and make each of its b
 single item. All the core methods stay available (``set_epoch``, ``state_dict``,
 ``load_state_dict``, ``shard`` for DDP, ``batch``, ``epoch_batches``).
 
-Resuming: a ``DataLoader`` with workers draws batches from the sampler ahead of the training
-loop, so save the loop's position, ``sampler.state_dict(batches_consumed=i + 1)`` with ``i``
-from ``for i, batch in enumerate(loader)``; see :class:`xrisk.samplers.DualSampler`.
+:class:`IndexedDataset` wraps any map-style dataset (a torchvision ``ImageFolder``, a Hugging
+Face ``datasets.Dataset``, a ``numpy.memmap``, your own lazily reading class): it holds the
+labels the sampler needs and reads the examples only when a batch asks for them.
+
+Resuming: torchdata's ``StatefulDataLoader`` (same arguments) saves the sampler's position
+of the last batch the loop received, workers and prefetch included: checkpoint
+``loader.state_dict()`` and resume with ``loader.load_state_dict(saved)`` on a new loader of a
+new sampler (see ``docs/datasets.md``). With a plain ``DataLoader``, whose workers draw
+batches from the sampler ahead of the training loop, save the loop's position,
+``sampler.state_dict(batches_consumed=i + 1)`` with ``i`` from ``for i, batch in
+enumerate(loader)``; see :mod:`xrisk.samplers`.
 
 Examples
 --------
@@ -50,7 +58,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import BatchSampler, Dataset, Sampler
+from torch.utils.data import BatchSampler, Dataset, Sampler, default_collate
 
 from xrisk import datasets as _datasets
 from xrisk import samplers as _samplers
@@ -132,27 +140,62 @@ class BagSampler(_TorchBatches, _samplers.BagSampler, Sampler):
 
 
 class IndexedDataset(_datasets.IndexedDataset, Dataset):
-    """``torch.utils.data.Dataset`` whose item ``i`` is ``(x[i], y[i], i)``.
+    """``torch.utils.data.Dataset`` whose item ``i`` is ``(x_i, y[i], i)``, for any data set.
 
-    Same arguments as :class:`xrisk.datasets.IndexedDataset`. A list of keys (what
+    Same arguments as :class:`xrisk.datasets.IndexedDataset`: an array (a ``numpy.memmap``
+    stays on disk) or any map-style dataset (a torchvision ``ImageFolder``, a Hugging Face
+    ``datasets.Dataset``, your own lazily reading class), read only when a batch asks for it;
+    the labels are ``targets`` (default ``data.targets``). A list of keys (what
     ``DataLoader(dataset, sampler=xrisk_sampler, batch_size=None)`` passes) gives the whole
-    batch as arrays, which the loader turns into tensors; with ``batch_sampler=`` the default
-    collate function stacks the items of :meth:`__getitems__`.
+    batch, which the loader turns into tensors (the examples of a dataset stacked as
+    ``default_collate`` stacks them); with ``batch_sampler=`` the default collate function
+    stacks the items of :meth:`__getitems__`. Workers (``num_workers``) read in parallel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from torch.utils.data import DataLoader, TensorDataset
+    >>> from xrisk.torch.data import DualSampler, IndexedDataset
+    >>> images = TensorDataset(torch.arange(40.0).reshape(20, 2))  # any map-style dataset
+    >>> labels = np.array([1] * 4 + [0] * 16)
+    >>> data = IndexedDataset(images, labels, inputs=0)  # x_i = images[i][0]
+    >>> loader = DataLoader(data, sampler=DualSampler(labels, 8, num_pos=2), batch_size=None)
+    >>> x, y, index = next(iter(loader))
+    >>> tuple(x.shape), y.tolist()[:3], bool((x[:, 0] == 2 * index).all())
+    ((8, 2), [1, 1, 0], True)
     """
+
+    def _collate(self, examples: list[Any]) -> Any:
+        return default_collate(examples)
 
     def __getitems__(self, keys: list[Any]) -> list[tuple[Any, Any, Any]]:
         """The items of a whole batch (a ``DataLoader`` calls this with each list its batch
-        sampler yields), gathered at once. The values and dtypes equal those of
+        sampler yields), read at once. The values and dtypes equal those of
         ``[self[key] for key in keys]`` after the default collate, without its conversion of
-        every item from numpy on its own (that was a fifth of a small model's epoch): the
-        features become one tensor cut into per-item views, which the collate stacks back,
-        and int64 fields become Python ints, which it turns into one int64 tensor."""
-        if self.transform is not None or not all(type(key) is int for key in keys):
-            return [self[key] for key in keys]  # pairs, transforms, odd keys: item by item
-        fields = self.batch(np.asarray(keys, dtype=np.int64))
+        every item from numpy on its own (that was a fifth of a small model's epoch): an
+        array's rows become one tensor cut into per-item views, which the collate stacks
+        back, and int64 fields become Python ints, which it turns into one int64 tensor. A
+        dataset's examples are read with one ``__getitems__`` call where it has one."""
+        if not all(type(key) is int for key in keys):
+            return [self[key] for key in keys]  # pairs, odd keys: item by item
+        index = self.check_index(np.asarray(keys, dtype=np.int64))
+        if not self._array:
+            examples = self._examples(index)
+            return list(zip(examples, *map(_items, (self.targets[index], index)), strict=True))
+        if self.transform is not None:
+            return [self[key] for key in keys]
+        fields = self.batch(index)
         if any(field.dtype.kind not in _TENSOR_KINDS for field in fields):
             return [self[key] for key in keys]
-        columns = (field.tolist() if field.ndim == 1 and field.dtype == np.int64
-                   else torch.from_numpy(np.ascontiguousarray(field)).unbind(0)
-                   for field in fields)
-        return list(zip(*columns, strict=True))
+        return list(zip(*map(_items, fields), strict=True))
+
+
+def _items(field: np.ndarray) -> Any:
+    """A batch field cut into what the default collate stacks back: Python ints for int64
+    indices and labels (one int64 tensor), per-item views of one tensor otherwise."""
+    if field.ndim == 1 and field.dtype == np.int64:
+        return field.tolist()
+    if field.dtype.kind not in _TENSOR_KINDS:
+        return list(field)
+    return torch.from_numpy(np.ascontiguousarray(field)).unbind(0)

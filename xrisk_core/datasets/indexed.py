@@ -1,8 +1,16 @@
-"""``IndexedDataset``: a dataset whose items are ``(x, y, index)``, as the X-risk losses need."""
+"""``IndexedDataset``: any dataset's items as ``(x, y, index)``, as the X-risk losses need.
+
+The stateful losses keep one entry per training example, addressed by the example's index,
+and the xrisk samplers choose the indices from the labels alone. So the wrapper holds the
+labels in memory (one small array) and reads the examples only when a batch asks for them:
+from an array (numpy, including a memory-mapped one, which stays on disk), or lazily from any
+map-style dataset (``len()`` and ``[i]``: a torchvision ``ImageFolder``, a Hugging Face
+``datasets.Dataset``, a class that reads a file per item).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -11,27 +19,92 @@ from .._inputs import class_labels, preview, to_numpy
 
 __all__ = ["IndexedDataset"]
 
+#: ``inputs`` default: the first element of torchvision's ``(x, target)`` pairs when the
+#: dataset has ``.targets``, the whole item otherwise.
+_AUTO = "auto"
+
+
+def _is_array(data: Any) -> bool:
+    """Arrays (of any framework), nested lists and objects with ``__array__``: gathered at
+    once by fancy indexing. Anything else with ``len()`` and ``[i]`` is read item by item."""
+    return isinstance(data, np.ndarray | list | tuple) or hasattr(data, "__array__")
+
+
+def _stack(owner: str, values: list[Any]) -> Any:
+    """Stack the examples of a batch along a new first axis, as numpy: dicts and tuples field
+    by field (Hugging Face rows, ``(view, view)`` pairs), anything else by ``np.stack``."""
+    first = values[0]
+    if isinstance(first, Mapping):
+        return {key: _stack(owner, [value[key] for value in values]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(_stack(owner, list(column)) for column in zip(*values, strict=True))
+    arrays = [to_numpy(value) for value in values]
+    shapes = {array.shape for array in arrays}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"{owner}: the examples of a batch have shapes {sorted(shapes)[:4]}; expected one "
+            "shape to stack them into a batch. Fix: pass a transform that brings every example "
+            "to one shape (e.g. a resize and crop of images)."
+        )
+    return np.stack(arrays)
+
 
 class IndexedDataset:
-    """Pair examples with their dataset index: item ``i`` is ``(x[i], y[i], i)``.
+    """Pair the examples of any dataset with their index: item ``i`` is ``(x_i, y[i], i)``.
 
-    The stateful losses keep one entry per training example, addressed by this index.
+    The stateful losses keep one entry per training example, addressed by this index. Only
+    the labels ``y`` are held in memory (the samplers need nothing else); the examples are
+    read when an item or a batch is asked for.
 
     Parameters
     ----------
-    data : array_like, shape (N, ...)
-    targets : array_like, shape (N,) or (N, T)
+    data : array_like of shape (N, ...), or a map-style dataset of N items
+        An array (numpy, a ``numpy.memmap``, which stays on disk and is read row by row as
+        batches ask; torch, TensorFlow and JAX arrays, nested lists), whose row ``i`` is
+        ``x_i``; or any object with ``len()`` and ``data[i]`` (a torchvision dataset, a
+        Hugging Face ``datasets.Dataset``, your own lazily reading class), never read here.
+    targets : array_like, shape (N,) or (N, T), optional
+        The labels the samplers and losses see, e.g. ``hf_dataset["label"]`` or binary
+        labels made from a multi-class dataset. Default: ``data.targets``, the labels a
+        torchvision dataset lists without reading an image.
     transform : callable, optional
-        Applied to ``x[i]`` (e.g. an augmentation) when an item is read.
+        Applied to ``x_i`` when an item is read (e.g. an augmentation).
+    inputs : int, str or None, default "auto"
+        Which part of a dataset's item is ``x_i``: ``data[i][inputs]`` (e.g. ``"image"`` for
+        a Hugging Face row), or the whole item for ``None``. ``"auto"``: the first element of
+        the ``(x, target)`` pairs of a dataset that has ``.targets`` (torchvision's
+        convention; any other item then raises), the whole item otherwise. Arrays take the
+        default only.
+
+    Attributes
+    ----------
+    data : numpy.ndarray or the dataset
+        What the examples are read from.
+    targets : numpy.ndarray, shape (N,) or (N, T)
+        The labels, e.g. for ``DualSampler(dataset.targets, ...)``.
+
+    Raises
+    ------
+    TypeError
+        ``data`` neither an array nor a dataset with ``len()`` and ``[i]``; no ``targets``
+        and no ``data.targets``; ``inputs`` of another type, or given with an array.
+    ValueError
+        ``targets`` of another length than ``data``, or a scalar.
 
     Notes
     -----
     An item key may be an int or, for :class:`~xrisk.samplers.TriSampler` in classification
-    mode, a pair ``(i, task)``; the item is then ``(x[i], y[i], (i, task))`` (LibAUC's contract).
-    A list or 1-D array of indices (or of such pairs) is a whole batch, gathered at once:
+    mode, a pair ``(i, task)``; the item is then ``(x_i, y[i], (i, task))`` (LibAUC's contract).
+    A list or 1-D array of indices (or of such pairs) is a whole batch (see :meth:`batch`):
     ``(x[index], y[index], index)`` as arrays (with ``(index, task)`` for pairs). That is what
-    a torch ``DataLoader(dataset, sampler=xrisk_sampler, batch_size=None)`` asks for: one
-    gather per batch instead of one read per item plus a collate.
+    a torch ``DataLoader(dataset, sampler=xrisk_sampler, batch_size=None)`` asks for.
+
+    ``y[i]`` always comes from ``targets``, never from the dataset's item, so the losses see
+    the labels the sampler drew from. A batch of a dataset is read with one
+    ``data.__getitems__(indices)`` call where the dataset has it (Hugging Face ``datasets``,
+    torch ``Subset``), else item by item; its examples are stacked into numpy arrays (dicts
+    and tuples field by field); the torch adapter's ``IndexedDataset`` stacks them as
+    ``default_collate`` does instead. An array is gathered at once, ``data[index]``.
 
     Examples
     --------
@@ -41,22 +114,77 @@ class IndexedDataset:
     >>> x, y, i = ds[2]
     >>> x.tolist(), int(y), i
     ([0.0, 0.0, 1.0], 1, 2)
+
+    Any map-style dataset, read only when asked (here torchvision's ``(image, target)``
+    convention with ``.targets``):
+
+    >>> class Files:
+    ...     targets = [0, 1, 1]
+    ...     def __len__(self):
+    ...         return 3
+    ...     def __getitem__(self, i):  # e.g. reads and decodes a file
+    ...         return np.full(2, float(i)), self.targets[i]
+    >>> lazy = IndexedDataset(Files())
+    >>> lazy.targets.tolist()
+    [0, 1, 1]
+    >>> x, y, index = lazy.batch([2, 0])
+    >>> x.tolist(), y.tolist(), index.tolist()
+    ([[2.0, 2.0], [0.0, 0.0]], [1, 0], [2, 0])
     """
 
     def __init__(
-        self, data: Any, targets: Any, transform: Callable[[Any], Any] | None = None
+        self, data: Any, targets: Any = None, transform: Callable[[Any], Any] | None = None,
+        *, inputs: int | str | None = _AUTO,
     ) -> None:
-        self.data = to_numpy(data)
-        self.targets = to_numpy(targets)
-        if self.data.shape[0] != self.targets.shape[0]:
-            raise ValueError(
-                f"IndexedDataset: data has {self.data.shape[0]} rows but targets has "
-                f"{self.targets.shape[0]}; expected one target per example."
+        owner = "IndexedDataset"
+        array = _is_array(data)
+        if not array and not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+            raise TypeError(
+                f"{owner}: data is a {type(data).__name__}; expected an array or a map-style "
+                "dataset (len(data) and data[i]). Fix: pass an array, or wrap an iterable in "
+                "a class with __len__ and __getitem__."
             )
+        if targets is None:
+            targets = getattr(data, "targets", None)
+            if targets is None:
+                raise TypeError(
+                    f"{owner}: targets=None and the {type(data).__name__} data has no .targets; "
+                    "expected the labels of the examples. Fix: pass them, e.g. "
+                    "IndexedDataset(x, y) or IndexedDataset(hf_dataset, hf_dataset['label'])."
+                )
+        if inputs is not None and type(inputs) is not int and not isinstance(inputs, str):
+            raise TypeError(
+                f"{owner}: inputs={inputs!r} is a {type(inputs).__name__}; expected an int (a "
+                "position in each item), a str (a key of each item), None (the whole item) or "
+                "'auto'. Fix: e.g. inputs=0 for (image, target) pairs, inputs='image' for rows."
+            )
+        if array and inputs != _AUTO:
+            raise TypeError(
+                f"{owner}: inputs={inputs!r} with an array; expected the default, since row i "
+                "of an array is the example. Fix: drop inputs, or index the array yourself."
+            )
+        source = to_numpy(data) if array else data
+        labels = to_numpy(targets)
+        count = (source.shape[0] if source.ndim else 0) if array else len(source)
+        if labels.ndim == 0 or labels.shape[0] != count:
+            got = "a scalar" if labels.ndim == 0 else f"{labels.shape[0]} rows"
+            raise ValueError(
+                f"{owner}: data has {count} rows but targets has {got}; expected one target "
+                "per example. Fix: pass the labels of exactly these examples."
+            )
+        self.data = source
+        self.targets = labels
         self.transform = transform
+        self._array = array
+        if inputs == _AUTO:
+            inputs = 0 if not array and hasattr(data, "targets") else None
+            self._pairs = inputs == 0
+        else:
+            self._pairs = False
+        self.inputs = inputs
 
     def __len__(self) -> int:
-        return int(self.data.shape[0])
+        return int(self.targets.shape[0])
 
     def check_index(self, index: Any) -> np.ndarray:
         """Return ``index`` as int64 after checking ``0 <= index < len(self)``."""
@@ -74,7 +202,7 @@ class IndexedDataset:
         return idx
 
     def __getitem__(self, key: Any) -> tuple[Any, Any, Any]:
-        """Item ``(x[i], y[i], i)`` for an integer key ``i``, ``(x[i], y[i], (i, task))`` for a
+        """Item ``(x_i, y[i], i)`` for an integer key ``i``, ``(x_i, y[i], (i, task))`` for a
         pair ``(i, task)``; for a list or 1-D array of either, the whole batch at once (see
         :meth:`batch`).
 
@@ -103,10 +231,56 @@ class IndexedDataset:
         return self._item(self._one_index(key))
 
     def _item(self, i: int) -> tuple[Any, Any, int]:
-        x = self.data[i]
-        if self.transform is not None:
-            x = self.transform(x)
+        if self._array:
+            x = self.data[i]
+            if self.transform is not None:
+                x = self.transform(x)
+        else:
+            x = self._example(self.data[i], i)
         return x, self.targets[i], i
+
+    def _example(self, item: Any, i: int) -> Any:
+        """``x_i`` of the dataset's item ``i``: the part that ``inputs`` names, transformed."""
+        key = self.inputs
+        if key is not None:
+            if self._pairs and not isinstance(item, tuple | list):
+                raise TypeError(
+                    f"IndexedDataset: item {i} of the {type(self.data).__name__} dataset is a "
+                    f"{type(item).__name__}; a dataset with .targets is expected to give "
+                    "(x, target) pairs (torchvision's convention), whose first element is the "
+                    "example. Fix: pass inputs=None to take the whole item as the example."
+                )
+            try:
+                item = item[key]
+            except (IndexError, KeyError, TypeError) as error:
+                fields = (f"keys {list(item)[:6]}" if isinstance(item, Mapping)
+                          else f"a {type(item).__name__}")
+                raise TypeError(
+                    f"IndexedDataset: item {i} of the {type(self.data).__name__} dataset has "
+                    f"no inputs={key!r} ({fields}: {error!r}); expected the position or key of "
+                    "the example in every item. Fix: pass inputs= one of them, or None for "
+                    "the whole item."
+                ) from error
+        return item if self.transform is None else self.transform(item)
+
+    def _examples(self, idx: np.ndarray) -> list[Any]:
+        """The examples ``x_i`` for ``i`` in ``idx`` (a dataset, not an array), read with one
+        ``data.__getitems__`` call where the dataset has it (one query of a table instead of
+        B), else item by item."""
+        keys = idx.tolist()
+        read_many = getattr(self.data, "__getitems__", None)
+        items = read_many(keys) if read_many is not None else [self.data[i] for i in keys]
+        if len(items) != len(keys):
+            raise ValueError(
+                f"IndexedDataset: {type(self.data).__name__}.__getitems__ returned "
+                f"{len(items)} items for {len(keys)} indices; expected one item per index. "
+                "Fix: make __getitems__ return [data[i] for i in indices]."
+            )
+        return [self._example(item, i) for item, i in zip(items, keys, strict=True)]
+
+    def _collate(self, examples: list[Any]) -> Any:
+        """Stack a batch's examples (the torch adapter stacks with ``default_collate``)."""
+        return _stack("IndexedDataset", examples)
 
     def _batch_key(self, key: Any) -> tuple[Any, Any, Any]:
         """A whole batch: indices (B,) or ``(index, task)`` pairs (B, 2)."""
@@ -140,10 +314,17 @@ class IndexedDataset:
             return int(class_labels("IndexedDataset", values.reshape(1), name=name)[0])
         return int(self.check_index(values)[0])
 
-    def batch(self, index: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(x[index], y[index], index)`` for an index array of shape (B,)."""
+    def batch(self, index: Any) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(x[index], y[index], index)`` for an index array of shape (B,).
+
+        ``x`` is an array of shape (B, ...) (a dict or tuple of them for examples that are
+        dicts or tuples); only the B examples are read.
+        """
         idx = self.check_index(index)
-        x = self.data[idx]
-        if self.transform is not None:
-            x = np.stack([self.transform(row) for row in x])
+        if not self._array:
+            x = self._collate(self._examples(idx))
+        elif self.transform is not None:
+            x = np.stack([self.transform(row) for row in self.data[idx]])
+        else:
+            x = self.data[idx]
         return x, self.targets[idx], idx
