@@ -167,7 +167,7 @@ def check_ddp(module: nn.Module) -> None:
         return
     from .losses import XRiskLoss
 
-    ignored = getattr(module, "parameters_to_ignore", set())  # DDP's list: never synced
+    ignored: set[str] = getattr(module, "parameters_to_ignore", set())  # never synced by DDP
     for prefix, sub in module.module.named_modules():
         if isinstance(sub, XRiskLoss | ShardedLoss) and any(
                 name not in ignored for name, _ in sub.named_buffers(prefix=prefix,
