@@ -7,7 +7,9 @@
 - contrastive learning: :func:`contrastive_views` / :func:`augment_images` on MNIST-5k;
 - multi-label classification with missing labels: :func:`load_tox21` (SMILES, 12 tasks) and
   :func:`morgan_fingerprints` (needs RDKit: ``pip install "xrisk[chem]"``);
-- :class:`IndexedDataset`.
+- :class:`IndexedDataset`: any array or map-style dataset (a ``numpy.memmap``, torchvision's
+  ``ImageFolder``, a Hugging Face ``datasets.Dataset``) as ``(x, y, index)`` items, the
+  examples read only when a batch asks for them.
 
 The shipped files and their licences are listed in ``xrisk/datasets/data/README.md``.
 """
