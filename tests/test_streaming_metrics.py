@@ -325,12 +325,92 @@ def test_torch_bad_batch_raises_and_changes_nothing():
         metric.merge(ranking)
 
 
-def test_importing_xrisk_torch_does_not_import_torchmetrics():
-    code = ("import sys, xrisk.torch; assert 'torchmetrics' not in sys.modules; "
-            "import xrisk.torch.metrics; assert 'torchmetrics' in sys.modules")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+# -- Keras -----------------------------------------------------------------------------------
+
+
+def _tf_update(metric: Any) -> Any:
+    """``metric.update_state`` in a tf.function traced once for any batch length."""
+    import tensorflow as tf
+
+    return tf.function(metric.update_state, reduce_retracing=True)
+
+
+@given(data=st.data())
+def test_keras_metrics_in_tf_function_equal_the_whole_array_functions(data):
+    import tensorflow as tf
+
+    from xrisk.tensorflow import metrics as keras_metrics
+
+    y, s = data.draw(classification_data())
+    kind, options = data.draw(classification_options())
+    metric = getattr(keras_metrics, kind)(**options)
+    update = _tf_update(metric)
+    for part in data.draw(splits(y.size)):
+        update(tf.constant(y[part]), tf.constant(s[part]))
+    assert float(metric.result()) == whole_value(kind, options, y, s)
+    assert float(tf.function(metric.result)()) == whole_value(kind, options, y, s)
+    metric.reset_state()
+    assert np.isnan(float(metric.result()))  # nothing seen: NaN, Keras calls it mid-epoch
+    metric.update_state(y[::-1], s[::-1])  # eagerly
+    assert float(metric.result()) == whole_value(kind, options, y[::-1], s[::-1])
+
+    rel, scores = data.draw(ranking_data())
+    kind, options = data.draw(ranking_options())
+    metric = getattr(keras_metrics, kind)(**options)
+    update = _tf_update(metric)
+    for part in data.draw(splits(rel.shape[0])):
+        update(tf.constant(rel[part]), tf.constant(scores[part]))
+    assert_ranking_close(float(metric.result()), whole_value(kind, options, rel, scores))
+
+
+def test_keras_metrics_in_fit_and_evaluate_equal_the_whole_array_functions():
+    import keras
+
+    from xrisk.tensorflow import metrics as keras_metrics
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(50, 3)).astype("float32")
+    y = (x[:, 0] + rng.normal(size=50) > 0).astype("float32")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer="sgd", loss="binary_crossentropy",
+                  metrics=[keras_metrics.AUROC(), keras_metrics.AveragePrecision(),
+                           keras_metrics.OneWayPartialAUROC(max_fpr=0.3, scale="mcclish"),
+                           keras_metrics.TwoWayPartialAUROC(max_fpr=0.5, min_tpr=0.5)])
+    history = model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert np.isfinite(history.history["auroc"]).all()
+    got = model.evaluate(x, y, batch_size=12, verbose=0, return_dict=True)
+    p = model.predict(x, verbose=0)
+    assert got["auroc"] == whole.auroc(y, p[:, 0])
+    assert got["average_precision"] == whole.average_precision(y, p[:, 0])
+    assert got["one_way_partial_auroc"] == whole.one_way_partial_auroc(
+        y, p[:, 0], max_fpr=0.3, scale="mcclish")
+    assert got["two_way_partial_auroc"] == whole.two_way_partial_auroc(
+        y, p[:, 0], max_fpr=0.5, min_tpr=0.5)
+
+
+def test_keras_bad_batch_raises_and_changes_nothing():
+    import tensorflow as tf
+
+    from xrisk.tensorflow import metrics as keras_metrics
+
+    metric = keras_metrics.AUROC()
+    metric.update_state(np.array([0, 1]), np.array([0.3, 0.6]))
+    update = _tf_update(metric)
+    for (y, s), message in BAD_CLASSIFICATION:
+        with pytest.raises(ValueError, match=message):
+            metric.update_state(y, s)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            update(tf.constant(y), tf.constant(s))
+    with pytest.raises(ValueError, match="sample_weight.*expected None.*Fix"):
+        metric.update_state(np.array([0, 1]), np.array([0.3, 0.6]), sample_weight=[1, 1])
+    assert metric.seen_labels.numpy().shape == (2,) and float(metric.result()) == 1.0
+    ranking = keras_metrics.MAPAtK(k=2)
+    ranking.update_state(np.array([[1, 0]]), np.array([[0.3, 0.6]]))
+    for (rel, s), message in BAD_RANKING:
+        with pytest.raises(ValueError, match=message):
+            ranking.update_state(rel, s)
+    assert float(ranking.num_defined) == 1.0 and float(ranking.result()) == 0.5
 
 
 # -- JAX -------------------------------------------------------------------------------------
@@ -385,7 +465,7 @@ def test_jax_bad_input_raises_on_the_host_and_is_nan_under_jit():
     with pytest.raises(ValueError, match="expected at most capacity=4"):
         metric.compute(overflowed)
     poisoned = update(state, jnp.array([0, 2]), jnp.array([0.1, 0.2]))
-    assert int(poisoned.count) == 2 and np.isnan(jax.jit(metric.compute)(poisoned))
+    assert int(poisoned.num_seen) == 2 and np.isnan(jax.jit(metric.compute)(poisoned))
     with pytest.raises(ValueError, match="labels other than 0/1.*Fix"):
         metric.compute(poisoned)
     assert metric.compute(state) == 1.0  # the state passed in is unchanged
@@ -434,6 +514,9 @@ def torch_rank(rank: int, port: str, out: str) -> None:
     import torch
     import torch.distributed as dist
 
+    import xrisk.torch  # noqa: F401
+
+    imported_before = "torchmetrics" in sys.modules  # import xrisk.torch must not load it
     from xrisk.torch import metrics as torch_metrics
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
@@ -441,7 +524,7 @@ def torch_rank(rank: int, port: str, out: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=2)
     data = sync_data()
     rows, queries = data["parts"][rank]
-    values = {}
+    values: dict[str, Any] = {"torchmetrics_imported_by_xrisk_torch": imported_before}
     for kind, options in SYNC_METRICS:
         metric = getattr(torch_metrics, kind)(**options)
         ranking = kind in ("NDCGAtK", "MAPAtK")
@@ -490,6 +573,45 @@ def jax_devices(out: str) -> None:
         json.dump(values, f)
 
 
+def tf_replicas(out: str) -> None:
+    """A MirroredStrategy over 2 logical CPUs: each replica updates its part in a
+    tf.function, then ``result()`` outside the replicas sees both parts."""
+    import torch  # the project's import order: torch before TensorFlow
+
+    torch.set_num_threads(1)
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from xrisk.tensorflow import metrics as keras_metrics
+
+    strategy = tf.distribute.MirroredStrategy(
+        [device.name for device in tf.config.list_logical_devices("CPU")])
+    data = sync_data()
+    with strategy.scope():
+        built = [getattr(keras_metrics, kind)(**options) for kind, options in SYNC_METRICS]
+
+    def part(context: Any) -> tuple[Any, ...]:
+        rows, queries = data["parts"][context.replica_id_in_sync_group]
+        return (tf.constant(data["y"][rows]), tf.constant(data["s"][rows]),
+                tf.constant(data["rel"][queries]), tf.constant(data["scores"][queries]))
+
+    @tf.function
+    def step(y: Any, s: Any, rel: Any, scores: Any) -> None:
+        for metric in built:
+            ranking = isinstance(metric, (keras_metrics.NDCGAtK, keras_metrics.MAPAtK))
+            metric.update_state(*((rel, scores) if ranking else (y, s)))
+
+    strategy.run(step, args=strategy.experimental_distribute_values_from_function(part))
+    values = {kind: float(metric.result()) for (kind, _), metric in zip(SYNC_METRICS, built,
+                                                                         strict=True)}
+    for metric in built:
+        metric.reset_state()
+    values["after_reset"] = float(built[0].result())
+    with open(out, "w") as f:
+        json.dump(values, f)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -498,16 +620,19 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def sync_reports(tmp_path_factory):
-    """Run the torch ranks and the JAX devices at once; their JSON reports by worker."""
+    """Run the torch ranks, the JAX devices and the TensorFlow replicas at once; their JSON
+    reports by worker."""
     folder = tmp_path_factory.mktemp("streaming_sync")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "TF_ENABLE_ONEDNN_OPTS": "0",
            "OMP_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
            "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")
            + " --xla_force_host_platform_device_count=2"}
     port = str(_free_port())
     calls = {"torch0": f"torch_rank(0, {port!r}, {str(folder / 'torch0.json')!r})",
              "torch1": f"torch_rank(1, {port!r}, {str(folder / 'torch1.json')!r})",
-             "jax": f"jax_devices({str(folder / 'jax.json')!r})"}
+             "jax": f"jax_devices({str(folder / 'jax.json')!r})",
+             "tensorflow": f"tf_replicas({str(folder / 'tensorflow.json')!r})"}
     running = {name: subprocess.Popen(
         [sys.executable, "-c", f"from tests.test_streaming_metrics import *; {call}"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -530,6 +655,7 @@ def test_torch_sync_over_two_gloo_ranks_equals_the_whole_data(sync_reports, rank
     pytest.importorskip("torchmetrics")
     got = sync_reports[f"torch{rank}"]
     assert "error" not in got, got.get("error")
+    assert got["torchmetrics_imported_by_xrisk_torch"] is False
     want = sync_reference()
     for kind, _ in SYNC_METRICS:
         if kind in ("NDCGAtK", "MAPAtK"):
@@ -546,3 +672,15 @@ def test_jax_sync_over_two_devices_equals_the_whole_data(sync_reports):
             assert_ranking_close(value, want)
         else:
             assert value == want, kind
+
+
+def test_keras_sync_over_two_replicas_equals_the_whole_data(sync_reports):
+    got = sync_reports["tensorflow"]
+    assert "error" not in got, got.get("error")
+    want = sync_reference()
+    for kind, _ in SYNC_METRICS:
+        if kind in ("NDCGAtK", "MAPAtK"):
+            assert_ranking_close(got[kind], want[kind])
+        else:
+            assert got[kind] == want[kind], kind
+    assert np.isnan(got["after_reset"])

@@ -6,7 +6,7 @@ carried, donated and checkpointed like any other:
 
 - the classification metrics (``AUROC``, ``AveragePrecision``, ``OneWayPartialAUROC``,
   ``TwoWayPartialAUROC``) keep fixed-capacity buffers of the scores and labels seen and a
-  ``count`` of the samples seen (the first ``min(count, capacity)`` rows are valid);
+  ``num_seen`` of the samples seen (the first ``min(num_seen, capacity)`` rows are valid);
   ``compute`` applies the whole-array :mod:`xrisk.metrics` function to those rows on the host,
   so the value equals :func:`xrisk.metrics.auroc` (and friends) of every batch, bit for bit;
 - the ranking metrics (``NDCGAtK``, ``MAPAtK``) keep three sums (per-query values, defined
@@ -17,7 +17,7 @@ Bad input. Concrete arrays are checked on the host: labels other than 0/1, non-f
 mismatched shapes and a batch that would overflow the capacity raise a ValueError naming the
 received and expected values and the fix (the state, immutable, is unchanged). Under ``jit``
 shapes are still checked at trace time; a bad batch's values are not written, and the state's
-``invalid`` flag (bad values) or ``count > capacity`` (overflow) makes ``compute`` raise on
+``invalid`` flag (bad values) or ``num_seen > capacity`` (overflow) makes ``compute`` raise on
 the host or return NaN when ``compute`` itself is traced.
 
 Across devices: inside ``shard_map`` (or ``pmap``), ``metric.sync(state, axis_name)`` gathers
@@ -59,13 +59,13 @@ class ClassificationState(NamedTuple):
 
     scores : (capacity,) or (capacity, num_labels) float
     labels : same shape, int8
-    count : () int32, the samples seen (valid rows: the first ``min(count, capacity)``)
+    num_seen : () int32, the samples seen (valid rows: the first ``min(num_seen, capacity)``)
     invalid : () bool, a traced batch held labels other than 0/1 or non-finite scores
     """
 
     scores: jax.Array
     labels: jax.Array
-    count: jax.Array
+    num_seen: jax.Array
     invalid: jax.Array
 
 
@@ -115,7 +115,7 @@ class _Classification:
         return () if self.num_labels is None else (self.num_labels,)
 
     def init(self) -> ClassificationState:
-        """The empty state (``count`` 0) with buffers of ``capacity`` rows."""
+        """The empty state (``num_seen`` 0) with buffers of ``capacity`` rows."""
         shape = (self.capacity, *self._row())
         return ClassificationState(jnp.zeros(shape, _float()), jnp.zeros(shape, jnp.int8),
                                    jnp.zeros((), jnp.int32), jnp.zeros((), bool))
@@ -141,21 +141,21 @@ class _Classification:
         batch, capacity = y.shape[0], state.scores.shape[0]  # a merged state holds more
         if not _traced(state, y, s):
             self.core.check(np.asarray(y), np.asarray(s), self._columns)  # raises, host only
-            count = int(state.count)
-            if count + batch > capacity:
-                raise ValueError(self._overflow_message(owner, count + batch, capacity))
+            num_seen = int(state.num_seen)
+            if num_seen + batch > capacity:
+                raise ValueError(self._overflow_message(owner, num_seen + batch, capacity))
         bad = ~jnp.all(jnp.isfinite(s)) | ~jnp.all((y == 0) | (y == 1))
-        rows = state.count + jnp.arange(batch, dtype=jnp.int32)
+        rows = state.num_seen + jnp.arange(batch, dtype=jnp.int32)
         rows = jnp.where(bad, capacity, rows)  # out of range: dropped
         return ClassificationState(
             state.scores.at[rows].set(s.astype(state.scores.dtype), mode="drop"),
             state.labels.at[rows].set(y.astype(jnp.int8), mode="drop"),
-            state.count + jnp.where(bad, 0, batch).astype(jnp.int32),
+            state.num_seen + jnp.where(bad, 0, batch).astype(jnp.int32),
             state.invalid | bad,
         )
 
-    def _overflow_message(self, owner: str, count: int, capacity: int) -> str:
-        return (f"{owner}: {count} samples seen; expected at most capacity={capacity} "
+    def _overflow_message(self, owner: str, num_seen: int, capacity: int) -> str:
+        return (f"{owner}: {num_seen} samples seen; expected at most capacity={capacity} "
                 f"(the buffers' rows). Fix: build {type(self).__name__}(capacity=...) with "
                 "room for every sample of one evaluation (per device before sync).")
 
@@ -168,10 +168,10 @@ class _Classification:
                 "scores (it was not written); expected valid batches. Fix: check the batches "
                 "eagerly (update outside jit raises on the bad one) and reset with init()."
             )
-        count = int(state.count)
-        if count > state.scores.shape[0]:
-            raise ValueError(self._overflow_message(owner, count, state.scores.shape[0]))
-        return np.asarray(state.labels[:count]), np.asarray(state.scores[:count], np.float64)
+        num_seen = int(state.num_seen)
+        if num_seen > state.scores.shape[0]:
+            raise ValueError(self._overflow_message(owner, num_seen, state.scores.shape[0]))
+        return np.asarray(state.labels[:num_seen]), np.asarray(state.scores[:num_seen], np.float64)
 
     def compute(self, state: ClassificationState) -> Any:
         """The whole-array metric of the valid rows.
@@ -204,7 +204,7 @@ class _Classification:
     def _concatenate(self, stacked: ClassificationState) -> ClassificationState:
         """Compact (D, C, ...) stacked states into one state of capacity D * C."""
         parts, capacity = stacked.scores.shape[0], stacked.scores.shape[1]
-        counts = stacked.count
+        counts = stacked.num_seen
         starts = jnp.cumsum(counts) - counts
         slot = jnp.arange(capacity, dtype=jnp.int32)
         valid = slot[None, :] < jnp.minimum(counts, capacity)[:, None]
@@ -215,10 +215,10 @@ class _Classification:
             stacked.scores.reshape(flat), mode="drop")
         labels = jnp.zeros(flat, jnp.int8).at[rows].set(stacked.labels.reshape(flat),
                                                         mode="drop")
-        # An overflowed part stays overflowed: its count exceeds what it holds.
+        # An overflowed part stays overflowed: its num_seen exceeds what it holds.
         overflow = jnp.any(counts > capacity)
-        count = jnp.where(overflow, total + 1, jnp.sum(counts)).astype(jnp.int32)
-        return ClassificationState(scores, labels, count, jnp.any(stacked.invalid))
+        num_seen = jnp.where(overflow, total + 1, jnp.sum(counts)).astype(jnp.int32)
+        return ClassificationState(scores, labels, num_seen, jnp.any(stacked.invalid))
 
     def sync(self, state: ClassificationState, axis_name: Any) -> ClassificationState:
         """Inside ``shard_map``/``pmap`` over ``axis_name``: every device's rows, in device

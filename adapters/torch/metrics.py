@@ -65,6 +65,9 @@ class _Streaming(Metric):
 
 class _Classification(_Streaming):
     core: streaming.ClassificationMetric
+    # torchmetrics states: lists of batches (one tensor while synchronised in compute).
+    scores: list[torch.Tensor]
+    labels: list[torch.Tensor]
 
     def __init__(self, core: streaming.ClassificationMetric, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -75,19 +78,21 @@ class _Classification(_Streaming):
     def _seen(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Labels and scores seen, concatenated (None before the first sample). The states
         are lists of batches, or one tensor after torchmetrics' synchronisation."""
-        if isinstance(self.labels, list) and not self.labels:
+        labels: Any = self.labels
+        if isinstance(labels, list) and not labels:
             return None
-        return dim_zero_cat(self.labels), dim_zero_cat(self.scores)
+        return dim_zero_cat(labels), dim_zero_cat(self.scores)
 
     def _columns(self) -> int | None:
         # Read from the states only: they survive sync, merge and load_state_dict.
-        first = self.labels[0] if isinstance(self.labels, list) and self.labels else None
-        if first is None:
-            return None if isinstance(self.labels, list) else (
-                self.labels.shape[1] if self.labels.ndim == 2 else 0)
-        return first.shape[1] if first.ndim == 2 else 0
+        labels: Any = self.labels
+        if isinstance(labels, list):
+            if not labels:
+                return None
+            labels = labels[0]
+        return int(labels.shape[1]) if labels.ndim == 2 else 0
 
-    def update(self, preds: Any, target: Any) -> None:  # type: ignore[override]
+    def update(self, preds: Any, target: Any) -> None:
         """Add a batch: scores ``preds`` and labels ``target`` in {0, 1}, shape (B,) or
         (B, T); raises ValueError on bad input and changes nothing."""
         labels, scores = self.core.check(target, preds, self._columns())
@@ -207,6 +212,9 @@ class TwoWayPartialAUROC(_Classification):
 
 class _Ranking(_Streaming):
     core: streaming.RankingMetric
+    total: torch.Tensor
+    num_defined: torch.Tensor
+    num_undefined: torch.Tensor
 
     def __init__(self, core: streaming.RankingMetric, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -216,7 +224,7 @@ class _Ranking(_Streaming):
         self.add_state("num_defined", default=zero.clone(), dist_reduce_fx="sum")
         self.add_state("num_undefined", default=zero.clone(), dist_reduce_fx="sum")
 
-    def update(self, preds: Any, target: Any,  # type: ignore[override]
+    def update(self, preds: Any, target: Any,
                query_ids: Any = None) -> None:
         """Add whole queries: scores ``preds`` and graded relevance ``target``, shape (Q, M)
         (one query per row) or (N,) with ``query_ids``; raises ValueError on bad input and

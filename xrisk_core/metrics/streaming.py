@@ -90,11 +90,11 @@ class StreamingMetric:
                 f"{type(self).__name__}. Fix: merge metrics of one kind, e.g. "
                 f"a.merge(b) with both {type(self).__name__}(...)."
             )
-        if other.config() != self.config():  # type: ignore[attr-defined]
+        theirs = other.config()
+        if theirs != self.config():
             raise ValueError(
-                f"{self.owner}.merge: the other metric has options "
-                f"{other.config()}; expected {self.config()} (the "  # type: ignore[attr-defined]
-                "same metric). Fix: build both with the same options."
+                f"{self.owner}.merge: the other metric has options {theirs}; expected "
+                f"{self.config()} (the same metric). Fix: build both with the same options."
             )
 
     def __repr__(self) -> str:
@@ -215,7 +215,7 @@ class ClassificationMetric(StreamingMetric):
 
 
 def _average(owner: str, average: object) -> str | None:
-    return check_choice(owner, "average", average, ("macro", None))  # type: ignore[no-any-return]
+    return check_choice(owner, "average", average, ("macro", None))
 
 
 class AUROC(ClassificationMetric):
