@@ -199,8 +199,12 @@ def test_hugging_face_dataset(rows, monkeypatch):
         reads.append(len(keys))
         return read_many(self, keys)
 
+    def row_by_row(self):
+        raise AssertionError("the label column was read row by row")
+
     monkeypatch.setattr(datasets.Dataset, "__getitems__", counted)
-    dataset = IndexedDataset(table, table["label"], inputs="pixels")
+    monkeypatch.setattr(datasets.arrow_dataset.Column, "__iter__", row_by_row)
+    dataset = IndexedDataset(table, table["label"], inputs="pixels")  # one read of the column
     assert reads == []
     np.testing.assert_array_equal(dataset.targets, labels)
     reference = IndexedDataset(pixels, labels)

@@ -30,6 +30,14 @@ def _is_array(data: Any) -> bool:
     return isinstance(data, np.ndarray | list | tuple) or hasattr(data, "__array__")
 
 
+def _labels(targets: Any) -> np.ndarray:
+    """``targets`` as a numpy array, a column object (e.g. a Hugging Face ``Column``, which
+    numpy would iterate row by row: 30 s for a million labels) read with one slice."""
+    if not _is_array(targets) and hasattr(targets, "__len__") and hasattr(targets, "__getitem__"):
+        targets = targets[:]
+    return to_numpy(targets)
+
+
 def _stack(owner: str, values: list[Any]) -> Any:
     """Stack the examples of a batch along a new first axis, as numpy: dicts and tuples field
     by field (Hugging Face rows, ``(view, view)`` pairs), anything else by ``np.stack``."""
@@ -164,7 +172,7 @@ class IndexedDataset:
                 "of an array is the example. Fix: drop inputs, or index the array yourself."
             )
         source = to_numpy(data) if array else data
-        labels = to_numpy(targets)
+        labels = _labels(targets)
         count = (source.shape[0] if source.ndim else 0) if array else len(source)
         if labels.ndim == 0 or labels.shape[0] != count:
             got = "a scalar" if labels.ndim == 0 else f"{labels.shape[0]} rows"
