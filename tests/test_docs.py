@@ -1,8 +1,9 @@
 """The shipped docs stand alone: no pointers to files or numbering that users do not have.
 
-The library's sources, docstrings and README must say what LibAUC does differently in plain
-words, not refer to internal notes (``libauc-reference.md``, ``design.md``), their section
-numbers (``§4.4``) or their bug numbers (``B12``).
+The library's sources, docstrings, README and documentation site (``docs/``, ``mkdocs.yml``)
+must say what LibAUC does differently in plain words, not refer to internal notes
+(``libauc-reference.md``, ``design.md``), their section numbers (``§4.4``) or their bug
+numbers (``B12``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What users get: the packages (core, backends, adapters), the examples and the README.
-SHIPPED = ("xrisk_core", "backends", "adapters", "examples", "README.md")
+#: What users get: the packages (core, backends, adapters), the examples, the README and the
+#: documentation site.
+SHIPPED = ("xrisk_core", "backends", "adapters", "examples", "README.md", "docs", "mkdocs.yml")
 
 #: Pattern -> what it points at.
 FORBIDDEN = {
@@ -66,6 +68,7 @@ def test_the_pattern_finds_internal_references(line, found):
 def test_shipped_files_do_not_point_at_internal_notes():
     files = _text_files()
     assert any(f.name == "README.md" for f in files) and len(files) > 20  # the walk works
+    assert any(f.parts[-2:] == ("docs", "index.md") for f in files)  # the site is walked
     hits = []
     for path in files:
         text = _text(path)
