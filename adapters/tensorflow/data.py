@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from xrisk import datasets as _datasets
@@ -104,15 +105,74 @@ class BagSampler(_TFSource, _samplers.BagSampler):
 
 
 class IndexedDataset(_datasets.IndexedDataset):
-    """:class:`xrisk.datasets.IndexedDataset` with a ``tf.data`` pipeline of batches."""
+    """:class:`xrisk.datasets.IndexedDataset` with a ``tf.data`` pipeline of batches.
+
+    In-memory numpy data is gathered inside the graph (``tf.gather`` of one constant); any
+    other source (a map-style dataset of ``len()`` and ``data[i]``, a ``numpy.memmap``, data
+    with a ``transform``) is read lazily, only the batch's rows, by
+    :meth:`xrisk.datasets.IndexedDataset.batch` inside ``tf.numpy_function``: nothing is
+    loaded into memory up front.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorflow as tf
+    >>> from xrisk.tensorflow.data import IndexedDataset
+    >>> class Files:  # e.g. reads one file per item
+    ...     def __len__(self):
+    ...         return 4
+    ...     def __getitem__(self, i):
+    ...         return np.full(2, float(i), dtype=np.float32)
+    >>> lazy = IndexedDataset(Files(), np.array([0, 1, 1, 0]))
+    >>> x, y = lazy.gather(tf.constant([3, 1], tf.int64))
+    >>> x.numpy().tolist(), y.numpy().tolist()
+    ([[3.0, 3.0], [1.0, 1.0]], [0, 1])
+    """
+
+    def _in_memory(self) -> bool:
+        return (isinstance(self.data, np.ndarray) and not isinstance(self.data, np.memmap)
+                and getattr(self, "transform", None) is None)
+
+    def gather(self, index: tf.Tensor) -> tuple[Any, tf.Tensor]:
+        """``(x[index], y[index])`` as tensors, for an int64 index batch (inside ``tf.data``).
+
+        A lazily read source is read once (its first example) to learn the shapes and dtypes
+        of ``x``; an example that is a dict or tuple of arrays gives a dict or tuple.
+        """
+        if self._in_memory():
+            tensors = self.__dict__.get("_tf_tensors")
+            if tensors is None:
+                with tf.init_scope():
+                    tensors = (tf.constant(self.data), tf.constant(self.targets))
+                self.__dict__["_tf_tensors"] = tensors
+            return tf.gather(tensors[0], index), tf.gather(tensors[1], index)
+        template = self.__dict__.get("_tf_template")
+        if template is None:
+            x0, _, _ = self.batch(np.zeros(1, dtype=np.int64))
+            template = tf.nest.map_structure(np.asarray, x0)
+            self.__dict__["_tf_template"] = template
+        flat = tf.nest.flatten(template)
+
+        def read(idx: np.ndarray) -> list[np.ndarray]:
+            x, y, _ = self.batch(np.asarray(idx, dtype=np.int64))
+            parts = [np.asarray(part, dtype=t.dtype)
+                     for part, t in zip(tf.nest.flatten(x), flat, strict=True)]
+            return [*parts, np.asarray(y, dtype=self.targets.dtype)]
+
+        out = tf.numpy_function(read, [index], [*(tf.as_dtype(t.dtype) for t in flat),
+                                                tf.as_dtype(self.targets.dtype)],
+                                stateful=False)
+        for part, t in zip(out[:-1], flat, strict=True):
+            part.set_shape((None, *t.shape[1:]))
+        out[-1].set_shape((None, *self.targets.shape[1:]))
+        return tf.nest.pack_sequence_as(template, list(out[:-1])), out[-1]
 
     def as_dataset(self, sampler: _TFSource) -> tf.data.Dataset:
         """``(x, y, index)`` batches for the index batches of ``sampler``.
 
         For ``TriSampler`` in classification mode the last element is ``(index, task_id)``.
+        For ``model.fit`` use :func:`xrisk.tensorflow.fit_dataset` (known cardinality, an
+        epoch that moves only with trained batches).
         """
-        x = tf.constant(self.data)
-        y = tf.constant(self.targets)
         source = sampler.as_dataset()
         if isinstance(sampler, TriSampler):
             if sampler.mode != "classification":
@@ -121,5 +181,5 @@ class IndexedDataset(_datasets.IndexedDataset):
                     "query ids, not dataset rows; expected a classification or binary sampler. "
                     "Fix: iterate the ranking sampler's as_dataset() directly."
                 )
-            return source.map(lambda i, t: (tf.gather(x, i), tf.gather(y, i), (i, t)))
-        return source.map(lambda i: (tf.gather(x, i), tf.gather(y, i), i))
+            return source.map(lambda i, t: (*self.gather(i), (i, t)))
+        return source.map(lambda i: (*self.gather(i), i))
