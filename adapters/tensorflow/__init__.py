@@ -19,9 +19,11 @@ Same class names and constructor signatures as ``xrisk.torch`` and ``xrisk.jax``
 from xrisk.backends import get_backend
 
 from . import data as _data
+from . import keras as _keras
 from . import losses as _losses
 from . import optim as _optim
 from .data import *  # noqa: F403  (samplers and the index-returning dataset)
+from .keras import *  # noqa: F403  (KerasLoss, fit_dataset, the epoch callbacks)
 from .losses import *  # noqa: F403  (one class per entry of xrisk.LOSSES)
 from .optim import *  # noqa: F403  (one class per entry of xrisk.OPTIMIZERS)
 
@@ -29,4 +31,4 @@ from .optim import *  # noqa: F403  (one class per entry of xrisk.OPTIMIZERS)
 # would try (and warn about failing) to convert the import machinery.
 get_backend("tensorflow")
 
-__all__ = [*_losses.__all__, *_optim.__all__, *_data.__all__]
+__all__ = [*_losses.__all__, *_optim.__all__, *_data.__all__, *_keras.__all__]
