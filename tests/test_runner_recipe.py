@@ -104,8 +104,10 @@ def test_errors_name_the_field_the_value_and_the_fix(raw, pieces):
 
 
 def test_every_problem_is_reported_at_once():
-    message = _error({**BASE, "epochs": 0, "framework": "pytorch"})
-    assert "2 problems" in message and "epochs" in message and "framework" in message
+    message = _error({**BASE, "epochs": 0, "framework": "pytorch",
+                      "loss": {"options": {"gama": 0.5}}})
+    assert "3 problems" in message and "epochs" in message and "framework" in message
+    assert "loss.options.gama" in message
 
 
 def test_overrides_set_nested_fields_and_class_options():
@@ -189,3 +191,12 @@ def test_exponent_floats_are_numbers_in_files_and_overrides(tmp_path):
                     "  options: {learning_rate: 1e-4}\n")
     assert load_recipe(path).optimizer.options["learning_rate"] == 1e-4
     assert load_recipe(path, ["loss.margin=5e-1"]).loss.options["margin"] == 0.5
+
+
+def test_the_user_guide_shows_the_generated_methods_table():
+    from pathlib import Path
+
+    guide = Path(__file__).parent.parent / "docs" / "runner.md"
+    if not guide.is_file():
+        pytest.skip("docs/runner.md is not shipped here")
+    assert defaults_table() in guide.read_text()

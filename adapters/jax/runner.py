@@ -39,6 +39,7 @@ class Session:
         self.x_train, self.y_train = jnp.asarray(splits.x_train), jnp.asarray(splits.y_train)
         self.num_samples = splits.y_train.size
         self.carry: dict[str, Any] = {"params": {"model": mlp_params(layers)}}
+        self.forward = jax.jit(functools.partial(mlp_apply, activation=activation))
 
     def start(self, phase: Phase) -> None:
         loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
@@ -75,9 +76,7 @@ class Session:
             yield loss
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        logits = mlp_apply(self.carry["params"]["model"], jnp.asarray(x),
-                           activation=self.activation)
-        return np.array(logits[:, 0], copy=True)
+        return np.array(self.forward(self.carry["params"]["model"], x)[:, 0], copy=True)
 
     def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
         return mlp_layers(self.carry["params"]["model"])

@@ -3,8 +3,8 @@
 >>> from xrisk.runner.models import mlp_weights
 >>> from xrisk.tensorflow.models import mlp
 >>> model = mlp(mlp_weights(4, (3,), 1, seed=0, dtype="float64"), activation="relu")
->>> [tuple(w.shape) for w in model.get_weights()], model.dtype
-([(4, 3), (3,), (3, 1), (1,)], 'float64')
+>>> [tuple(w.shape) for w in model.get_weights()], [layer.dtype for layer in model.layers]
+([(4, 3), (3,), (3, 1), (1,)], ['float64', 'float64'])
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ def mlp(layers: list[tuple[np.ndarray, np.ndarray]], *, activation: str = "relu"
     for position, (kernel, _) in enumerate(layers):
         if position:
             modules.append(_ACTIVATIONS[activation]())
-        modules.append(nn.Linear(*kernel.shape, dtype=getattr(torch, str(kernel.dtype))))
+        fan_in, fan_out = kernel.shape
+        modules.append(nn.Linear(fan_in, fan_out, dtype=getattr(torch, str(kernel.dtype))))
     model = nn.Sequential(*modules)
     set_mlp_layers(model, layers)
     return model

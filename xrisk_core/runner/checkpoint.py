@@ -12,7 +12,7 @@ dict of numpy arrays; :func:`unflatten_tree` puts them back.
 >>> import numpy as np
 >>> tree = {"step": 3, "betas": (0.9, 0.999), "slots": [np.zeros(2)]}
 >>> skeleton, arrays = flatten_tree(tree, "opt")
->>> skeleton["slots"], sorted(arrays)
+>>> skeleton["__dict__"]["slots"], sorted(arrays)
 ([{'__array__': 'opt/slots/0'}], ['opt/slots/0'])
 >>> unflatten_tree(skeleton, arrays)["betas"]
 (0.9, 0.999)
@@ -97,10 +97,10 @@ def unflatten_tree(skeleton: Any, arrays: Mapping[str, np.ndarray],
     return {k: unflatten_tree(v, arrays, from_numpy) for k, v in skeleton["__dict__"].items()}
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, *, sort_keys: bool = True) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, sort_keys=True))
+    temporary.write_text(json.dumps(data, indent=1, sort_keys=sort_keys))
     os.replace(temporary, path)
 
 
@@ -111,8 +111,9 @@ def save_checkpoint(folder: Path, epoch: int, arrays: Mapping[str, np.ndarray],
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"epoch-{epoch:04d}"
     temporary = folder / f"{stem}.tmp.npz"
+    savez: Any = np.savez  # typed as if a key could be its allow_pickle flag
     with temporary.open("wb") as handle:
-        np.savez(handle, **arrays)
+        savez(handle, **arrays)
     os.replace(temporary, folder / f"{stem}.npz")
     write_json_atomic(folder / f"{stem}.json", {"format": FORMAT, "epoch": epoch, **meta})
     write_json_atomic(folder / "latest.json", {"format": FORMAT, "epoch": epoch, "stem": stem})

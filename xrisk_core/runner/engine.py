@@ -147,7 +147,7 @@ def session_class(framework: str) -> type[Session]:
     """``xrisk.<framework>.runner.Session``, imported now (not at ``import xrisk``)."""
     import_framework(framework)
     module = importlib.import_module(f"xrisk.{framework}.runner")
-    return module.Session  # type: ignore[no-any-return]
+    return module.Session
 
 
 @dataclass
@@ -287,7 +287,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
             session.load_state({k.partition("/")[2]: v for k, v in arrays.items()
                                 if k.startswith("session/")}, meta["session"])
             started = phase_now.name
-    write_json_atomic(run_dir / "recipe.json", recipe.to_dict())
+    write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
     began = time.perf_counter()
     stopped_early = False
     bar = _Progress(epochs, start, f"{recipe.framework} {recipe.loss.name} seed {seed}",
@@ -297,7 +297,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         if started != phase.name:
             if phase is main and warmup is not None and schedule.reinit_last_layer:
                 kernel, _ = session.layers()[-1]
-                new_last = glorot_layer(rng, *kernel.shape, recipe.dtype)
+                fan_in, fan_out = kernel.shape
+                new_last = glorot_layer(rng, fan_in, fan_out, recipe.dtype)
                 session.set_layers([*session.layers()[:-1], new_last])
             session.start(phase)
             started = phase.name
@@ -380,5 +381,5 @@ def _finish(recipe: Recipe, seed: int, run_dir: Path, session: Session, splits: 
         "seed": seed, "best_epoch": best_epoch, "test": test, "validation": validation,
         "seconds": seconds, "stopped_early": stopped_early, "epochs_run": len(history),
         "framework": recipe.framework, "loss": recipe.loss.name,
-        "optimizer": recipe.optimizer.name, "metric": recipe.metric})
+        "optimizer": recipe.optimizer.name, "metric": recipe.metric}, sort_keys=False)
     return result

@@ -9,7 +9,7 @@ hyper-parameters take the method's defaults (:mod:`xrisk.runner.methods`).
 >>> recipe = parse_recipe({"data": {"name": "breast_cancer"}, "method": "soap"})
 >>> recipe.loss.name, recipe.optimizer.name, recipe.evaluation.target
 ('APLoss', 'SOAP', 'ap')
->>> parse_recipe({"data": {"name": "breast_cancer"}, "epochs": 0})
+>>> parse_recipe({"data": {"name": "breast_cancer"}, "method": "soap", "epochs": 0})
 Traceback (most recent call last):
 ...
 xrisk.runner.recipe.RecipeError: recipe has 1 problem:
@@ -187,12 +187,16 @@ class Recipe(_Section):
     seeds: tuple[int, ...] = (0,)
     epochs: int = Field(20, ge=1)
     data: DataSection
-    model: ModelSection = ModelSection()
+    # (model_validate({}): the defaults, spelled so that mypy without pydantic's plugin
+    # sees no missing arguments)
+    model: ModelSection = Field(default_factory=lambda: ModelSection.model_validate({}))
     loss: LossSection
     optimizer: OptimizerSection
-    sampler: SamplerSection = SamplerSection()
-    schedule: ScheduleSection = ScheduleSection()
-    evaluation: EvaluationSection = EvaluationSection()
+    sampler: SamplerSection = Field(default_factory=lambda: SamplerSection.model_validate({}))
+    schedule: ScheduleSection = Field(
+        default_factory=lambda: ScheduleSection.model_validate({}))
+    evaluation: EvaluationSection = Field(
+        default_factory=lambda: EvaluationSection.model_validate({}))
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -232,7 +236,7 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
     if method is None:
         for part in ("loss", "optimizer"):
             if part not in raw:
-                problems.append(f"{part}: missing; expected a {part} section or a method. "
+                problems.append(f"{part}: missing; expected the {part} section or a method. "
                                 f"Fix: add 'method: soap' (one of {sorted(METHODS)}) or a "
                                 f"'{part}:' section with a name.")
         return
@@ -259,11 +263,13 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
     raw["evaluation"] = evaluation
 
 
-def _check_class_options(recipe: Recipe, problems: list[str]) -> None:
+def _check_class_options(sections: Mapping[str, Any], problems: list[str]) -> None:
     """Loss and optimizer: known names, known options, values the class accepts."""
     built: dict[str, Any] = {}
     for part, registry in (("loss", xrisk.LOSSES), ("optimizer", xrisk.OPTIMIZERS)):
-        section = getattr(recipe, part)
+        section = sections.get(part)
+        if section is None:
+            continue
         allowed = BINARY_LOSSES if part == "loss" else tuple(registry)
         if section.name not in allowed:
             problems.append(
@@ -358,8 +364,10 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
     try:
         recipe = Recipe.model_validate(data)
     except pydantic.ValidationError as error:
-        raise RecipeError(_format(_pydantic_problems(error))) from None
-    _check_class_options(recipe, problems)
+        problems = _pydantic_problems(error)
+        _check_class_options(_valid_sections(data), problems)  # report those too
+        raise RecipeError(_format(problems)) from None
+    _check_class_options({"loss": recipe.loss, "optimizer": recipe.optimizer}, problems)
     if recipe.sampler.batch_size > 0 and recipe.schedule.warmup_epochs >= recipe.epochs:
         problems.append(
             f"schedule.warmup_epochs: received {recipe.schedule.warmup_epochs} with epochs "
@@ -368,6 +376,18 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
     if problems:
         raise RecipeError(_format(problems))
     return recipe
+
+
+def _valid_sections(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The loss and optimizer sections of a recipe that failed elsewhere, where they are
+    well-formed, so that their options are checked in the same report."""
+    out = {}
+    for part, model in (("loss", LossSection), ("optimizer", OptimizerSection)):
+        try:
+            out[part] = model.model_validate(data.get(part))
+        except pydantic.ValidationError:
+            continue
+    return out
 
 
 def _format(problems: list[str]) -> str:

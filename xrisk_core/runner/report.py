@@ -174,8 +174,8 @@ def write_report(run_dir: Path) -> Path:
     lines += [f"- {name} {version}" for name, version in _versions().items()]
     if recipe_file.is_file():
         lines += ["", "## Recipe", "", "```yaml", recipe_file.read_text().rstrip(), "```"]
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    report_file = run_dir / "report.md"
+    report_file.write_text("\n".join(lines) + "\n")
     (run_dir / "summary.json").write_text(json.dumps(
         {"header": header, "rows": rows}, indent=1))
-    return path
+    return report_file

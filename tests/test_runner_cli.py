@@ -1,0 +1,156 @@
+"""The ``xrisk`` command (train, compare, report, tune, methods, recipes), the report it
+writes (files, figures that open, a table that parses) and the import cost of the runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pydantic")
+pytest.importorskip("yaml")
+pytest.importorskip("matplotlib")
+
+from xrisk.runner.cli import main  # noqa: E402
+
+TINY = """
+name: tiny_cli
+method: ce
+epochs: 2
+seeds: 2
+data: {name: breast_cancer, imratio: 0.2, limit: 160}
+model: {hidden: [4]}
+sampler: {batch_size: 16}
+evaluation: {metrics: [auroc, ap]}
+"""
+
+
+@pytest.fixture(scope="module")
+def recipe_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def compared(recipe_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    assert main(["compare", str(recipe_file), "--methods", "ce,soap", "--out", str(out),
+                 "--quiet"]) == 0
+    return out
+
+
+def _table(report: str) -> tuple[list[str], list[list[str]]]:
+    lines = [line for line in report.splitlines() if line.startswith("|")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    assert set(lines[1]) <= set("|-")
+    return cells[0], cells[2:]
+
+
+def test_compare_writes_one_row_per_method_with_mean_and_std(compared):
+    report = (compared / "report.md").read_text()
+    header, rows = _table(report)
+    assert header[:3] == ["run", "target", "seeds"] and "test auroc" in header
+    assert [row[0] for row in rows] == ["torch-ce", "torch-soap"]
+    assert [row[1] for row in rows] == ["auroc", "ap"]  # each method's own metric
+    column = header.index("test auroc")
+    for row in rows:
+        values = [json.loads((compared / row[0] / f"seed-{s}" / "result.json").read_text())
+                  ["test"]["auroc"] for s in (0, 1)]
+        mean, std = (float(x) for x in re.fullmatch(r"(\S+) ± (\S+)", row[column]).groups())
+        assert mean == pytest.approx(np.mean(values), abs=1e-4)
+        assert std == pytest.approx(np.std(values, ddof=1), abs=1e-4)
+    assert "## Recipe" in report and "## Versions" in report and "Wall time" in report
+
+
+def test_report_figures_exist_and_open(compared):
+    from PIL import Image
+
+    report = (compared / "report.md").read_text()
+    paths = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
+    assert sorted(paths) == sorted(f"figures/{name}.png" for name in
+                                   ("learning_curves", "roc", "pr", "comparison"))
+    for path in paths:
+        with Image.open(compared / path) as image:
+            image.verify()
+            assert image.size[0] > 100 and image.size[1] > 100
+
+
+def test_report_command_rewrites_the_report(compared, capsys):
+    (compared / "report.md").unlink()
+    assert main(["report", str(compared)]) == 0
+    assert (compared / "report.md").is_file()
+    assert str(compared / "report.md") in capsys.readouterr().out
+
+
+def test_report_of_a_folder_without_runs_explains(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "no finished runs" in capsys.readouterr().err
+
+
+def test_train_with_overrides_and_resume(recipe_file, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", str(recipe_file), "--out", str(out), "--quiet", "--seeds", "1",
+            "--set", "loss.name=FocalLoss", "--set", "evaluation.metrics=[auroc]"]
+    assert main(args) == 0
+    assert "seed 0: best epoch" in capsys.readouterr().out
+    result = json.loads((out / "torch-ce" / "seed-0" / "result.json").read_text())
+    assert result["loss"] == "FocalLoss" and set(result["test"]) == {"auroc"}
+    assert main(args) == 2  # the folder holds a run
+    assert "--resume" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0  # a finished run resumes to the same result
+    assert json.loads((out / "torch-ce" / "seed-0" / "result.json").read_text())[
+        "test"] == result["test"]
+
+
+def test_a_bad_recipe_exits_with_status_2_and_the_fix(recipe_file, tmp_path, capsys):
+    assert main(["train", str(recipe_file), "--out", str(tmp_path), "--set",
+                 "sampler.batch_sise=8"]) == 2
+    err = capsys.readouterr().err
+    assert "sampler.batch_sise" in err and "did you mean 'batch_size'" in err
+    assert main(["train", "no_such_recipe", "--out", str(tmp_path)]) == 2
+    assert "breast_cancer_auroc" in capsys.readouterr().err  # the shipped recipes are named
+
+
+def test_methods_and_recipes_list_what_exists(capsys):
+    assert main(["methods"]) == 0
+    assert "| `soap` | APLoss | SOAP | ap |" in capsys.readouterr().out
+    assert main(["recipes"]) == 0
+    assert "digits_ap" in capsys.readouterr().out
+
+
+def test_tune_searches_the_method_ranges(recipe_file, tmp_path):
+    pytest.importorskip("optuna")
+    assert main(["tune", str(recipe_file), "--trials", "2", "--out", str(tmp_path),
+                 "--quiet", "--set", "method=soap", "--seeds", "1"]) == 0
+    summary = json.loads((tmp_path / "tune.json").read_text())
+    assert len(summary["trials"]) == 2 and summary["metric"] == "val_ap"
+    rate = summary["best"]["params"]["optimizer.learning_rate"]
+    assert 1e-4 <= rate <= 1e-2
+    from xrisk.runner import load_recipe
+
+    best = load_recipe(tmp_path / "best_recipe.yaml")
+    assert best.optimizer.options["learning_rate"] == rate
+
+
+def test_python_m_xrisk_runs_the_command():
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-m", "xrisk", "recipes"], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "breast_cancer_auroc" in done.stdout
+
+
+def test_importing_xrisk_and_an_adapter_does_not_import_the_runner():
+    code = ("import sys, xrisk; "
+            "print(sorted(m for m in ('pydantic', 'yaml', 'matplotlib', 'optuna', "
+            "'xrisk.runner') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
