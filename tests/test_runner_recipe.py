@@ -96,6 +96,9 @@ def test_defaults_table_lists_every_method():
     ({"data": {"name": "breast_cancer"}}, ["loss: missing", "Fix"]),
     ({**BASE, "loss": {"name": "NDCGLoss"}}, ["loss.name", "'NDCGLoss'", "Fix"]),
     ({**BASE, "seeds": [0, 0]}, ["seeds", "distinct"]),
+    ({**BASE, "data": {"name": "tox21", "task": "NR-ARR"}},
+     ["data.task", "'NR-ARR'", "did you mean 'NR-AR'", "Fix"]),
+    ({**BASE, "data": {"name": "digits", "task": "NR-AR"}}, ["data.task", "tox21 only"]),
 ])
 def test_errors_name_the_field_the_value_and_the_fix(raw, pieces):
     message = _error(raw)

@@ -219,6 +219,20 @@ def test_early_stopping_stops_after_patience_epochs_without_progress(tmp_path):
     assert result.stopped_early and len(result.history) == 3 and result.best_epoch == 0
 
 
+def test_a_tox21_task_trains_on_fingerprints(tmp_path):
+    pytest.importorskip("rdkit")
+    from xrisk.runner.data import load_splits
+
+    recipe = load_recipe({"method": "soap", "epochs": 1, "model": {"hidden": [4]},
+                          "data": {"name": "tox21", "task": "SR-p53", "limit": 300,
+                                   "fingerprint_bits": 64, "standardize": False}})
+    splits = load_splits(recipe.data, seed=0, dtype="float32")
+    assert splits.x_train.shape[1] == 64 and set(np.unique(splits.x_train)) <= {0.0, 1.0}
+    assert sum(s.size for s in (splits.y_train, splits.y_val, splits.y_test)) <= 300
+    [result] = train(recipe, tmp_path, progress=False, write_report=False)
+    assert 0 <= result.test["ap"] <= 1
+
+
 def test_a_csv_of_features_trains(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(120, 3))

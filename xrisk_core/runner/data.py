@@ -84,8 +84,14 @@ def read_csv_features(path: str | Path, label_column: str) -> tuple[np.ndarray, 
 
 
 def _raw(section: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Features and 0/1 labels; for tox21 the SMILES (featurised after ``limit``)."""
     from xrisk import datasets
 
+    if section.name == "tox21":
+        smiles, labels = datasets.load_tox21()
+        column = labels[:, datasets.TOX21_TASKS.index(section.task)]
+        tested = ~np.isnan(column)
+        return smiles[tested], column[tested].astype(np.int64)
     if section.name == "breast_cancer":
         return datasets.load_breast_cancer()
     if section.name == "digits":
@@ -108,6 +114,11 @@ def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
     if section.limit is not None and section.limit < len(y):
         order = np.random.default_rng(seed).permutation(len(y))[: section.limit]
         x, y = x[order], y[order]
+    if section.name == "tox21":
+        from xrisk.datasets import morgan_fingerprints
+
+        x, parsed = morgan_fingerprints(x, num_bits=section.fingerprint_bits)
+        x, y = x[parsed].astype(np.float64), y[parsed]
     x_rest, x_test, y_rest, y_test = train_test_split(
         x, y, test_size=section.test_size, stratify=y, random_state=seed)
     if section.validation_size > 0:

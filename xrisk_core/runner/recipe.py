@@ -29,6 +29,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import xrisk
+from xrisk.datasets import TOX21_TASKS
 from xrisk.metrics import METRIC_NAMES
 
 from .methods import DATA_ARGUMENTS, METHODS, defaults
@@ -37,7 +38,6 @@ __all__ = ["Recipe", "RecipeError", "load_recipe", "parse_recipe", "apply_overri
            "builtin_recipes", "FRAMEWORKS"]
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
-DATASETS = ("breast_cancer", "digits", "mnist_5k", "csv")
 BINARY_LOSSES = tuple(name for name in (
     "CrossEntropyLoss", "FocalLoss", "AUCMLoss", "CompositionalAUCLoss", "PairwiseAUCLoss",
     "APLoss", "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss"))
@@ -55,12 +55,15 @@ class DataSection(_Section):
     """Which data set, how it is made binary and imbalanced, and how it is split.
 
     ``imratio`` subsamples the positives of the **training** split only (validation and
-    test keep the natural ratio); ``limit`` keeps the first examples after shuffling
-    (tests, smoke runs).
+    test keep the natural ratio); ``limit`` keeps a random subset of that many examples
+    (tests, smoke runs). ``tox21``: one ``task`` of the 12 (molecules the assay did not
+    test are dropped), Morgan fingerprints of ``fingerprint_bits`` bits (RDKit).
     """
 
-    name: Literal["breast_cancer", "digits", "mnist_5k", "csv"]
+    name: Literal["breast_cancer", "digits", "mnist_5k", "tox21", "csv"]
     positive_class: int | None = Field(None, ge=0, le=9)
+    task: str | None = None
+    fingerprint_bits: int = Field(1024, ge=8)
     imratio: float | None = Field(None, gt=0, le=0.5)
     path: str | None = None
     label_column: str = "label"
@@ -80,6 +83,16 @@ class DataSection(_Section):
             raise ValueError(f"data.positive_class: received {self.positive_class} for data "
                              f"set {self.name!r}; it applies to digits and mnist_5k only. "
                              "Fix: remove data.positive_class.")
+        if self.name == "tox21":
+            if self.task is None:
+                object.__setattr__(self, "task", TOX21_TASKS[0])
+            elif self.task not in TOX21_TASKS:
+                raise ValueError(f"data.task: received {self.task!r}; expected one of "
+                                 f"{list(TOX21_TASKS)}{_did_you_mean(self.task, TOX21_TASKS)}"
+                                 ". Fix: name a Tox21 task.")
+        elif self.task is not None:
+            raise ValueError(f"data.task: received {self.task!r} for data set {self.name!r}; "
+                             "it applies to tox21 only. Fix: remove data.task.")
         return self
 
 
