@@ -289,6 +289,43 @@ def test_task_pairs_of_a_lazy_dataset():
     assert key == (int(index[1]), int(task[1])) and x[0] == index[1]
 
 
+@FORKED_WORKERS
+def test_bags_of_a_lazy_instance_dataset():
+    """BagSampler: the dataset holds the instances bag after bag, each labelled with its bag's
+    label; a batch of bags reads each distinct instance once (padding repeats one)."""
+    from xrisk.jax.data import IndexedDataset as JaxIndexed
+    from xrisk.samplers import BagSampler
+    from xrisk.torch.data import BagSampler as TorchBags
+    from xrisk.torch.data import IndexedDataset as TorchIndexed
+
+    sizes = np.array([3, 1, 5, 2, 4, 2, 6, 1])
+    bag_labels = np.array([1, 0, 0, 1, 0, 0, 1, 0])
+    values = np.random.default_rng(5).normal(size=(sizes.sum(), 2, 2))
+    labels = np.repeat(bag_labels, sizes)
+    source = ReadCounter(list(values))
+    lazy, reference = IndexedDataset(source, labels), IndexedDataset(values, labels)
+    sampler = BagSampler(sizes, 3, 4, seed=1)
+    for bags, instances, mask in sampler:
+        before = source.reads
+        x, y, got_bags, got_mask = lazy.bag_batch(bags, instances, mask)
+        assert source.reads - before == np.unique(instances).size
+        np.testing.assert_array_equal(x, values[instances])
+        np.testing.assert_array_equal(y, bag_labels[bags])
+        assert got_bags.tolist() == bags.tolist() and got_mask.tolist() == mask.tolist()
+        assert_same_batches([(x, y)], [reference.bag_batch(bags, instances, mask)[:2]])
+    expected = [(values[i], bag_labels[b], b, m)
+                for b, i, m in zip(*sampler.epoch_batches(0), strict=True)]
+    for form in ("sampler", "batch_sampler"):
+        batches = loader_batches(TorchIndexed(source, labels), TorchBags(sizes, 3, 4, seed=1),
+                                 form=form, workers=2)
+        assert_same_batches(batches, expected)
+    jax_batches = JaxIndexed(source, labels).batches(BagSampler(sizes, 3, 4, seed=1))
+    assert_same_batches([tuple(np.asarray(f) for f in b) for b in jax_batches], expected)
+    x, y, bag, mask = lazy[(2, np.array([4, 5, 4]), np.array([1, 1, 0]))]
+    np.testing.assert_array_equal(x, values[[4, 5, 4]])
+    assert (int(y), bag, mask.tolist()) == (0, 2, [1, 1, 0])
+
+
 @given(st.lists(st.integers(0, 19), min_size=1, max_size=12),
        st.sampled_from(["auto", 0, None]))
 def test_drawn_batches_read_exactly_their_examples(index, inputs):

@@ -55,16 +55,20 @@ class IndexedDataset(_datasets.IndexedDataset):
     ((8, 2), [1, 1, 0], True)
     """
 
-    def batches(self, sampler: Iterable[Any]) -> Iterator[tuple[Any, Any, Any]]:
+    def batches(self, sampler: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         """Yield ``(x, y, index)`` as ``jax.Array`` for each batch of ``sampler``.
 
         ``sampler`` yields index arrays (``DualSampler``, ``RandomSampler``) or, for
         ``TriSampler`` in classification mode, ``(index, task_id)``; then the last element
-        is the pair ``(index, task_id)``. ``x`` is a pytree of arrays where the examples are
-        dicts or tuples (e.g. Hugging Face rows).
+        is the pair ``(index, task_id)``. A ``BagSampler``'s ``(bags, instances, mask)``
+        gives ``(x, y, bags, mask)`` (see :meth:`bag_batch`). ``x`` is a pytree of arrays
+        where the examples are dicts or tuples (e.g. Hugging Face rows).
         """
         for batch in sampler:
-            if isinstance(batch, tuple):
+            if isinstance(batch, tuple) and len(batch) == 3:
+                x, y, bags, mask = self.bag_batch(*batch)
+                yield _device(x), jnp.asarray(y), jnp.asarray(bags), jnp.asarray(mask)
+            elif isinstance(batch, tuple):
                 index, task = batch
                 x, y, idx = self.batch(index)
                 yield _device(x), jnp.asarray(y), (jnp.asarray(idx), jnp.asarray(task))

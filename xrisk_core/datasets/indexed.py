@@ -57,6 +57,16 @@ def _stack(owner: str, values: list[Any]) -> Any:
     return np.stack(arrays)
 
 
+def _take(x: Any, where: np.ndarray) -> Any:
+    """``x[where]`` for an array, a dict or tuple of them, or a torch tensor (the torch
+    adapter's stacked examples)."""
+    if isinstance(x, Mapping):
+        return {key: _take(value, where) for key, value in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_take(value, where) for value in x)
+    return x[where]  # numpy, or torch, which takes a numpy index array
+
+
 class IndexedDataset:
     """Pair the examples of any dataset with their index: item ``i`` is ``(x_i, y[i], i)``.
 
@@ -209,28 +219,41 @@ class IndexedDataset:
             )
         return idx
 
-    def __getitem__(self, key: Any) -> tuple[Any, Any, Any]:
+    def __getitem__(self, key: Any) -> tuple[Any, ...]:
         """Item ``(x_i, y[i], i)`` for an integer key ``i``, ``(x_i, y[i], (i, task))`` for a
-        pair ``(i, task)``; for a list or 1-D array of either, the whole batch at once (see
-        :meth:`batch`).
+        pair ``(i, task)``, ``(x[instances], y[instances[0]], bag, mask)`` for a
+        :class:`~xrisk.samplers.BagSampler` key ``(bag, instances, mask)``; for a list or
+        1-D array of either, the whole batch at once (see :meth:`batch` and
+        :meth:`bag_batch`).
 
         Raises
         ------
         TypeError
-            A bool key, a tuple that is not a pair, or an array of more than 2 dimensions.
+            A bool key, a tuple that is not a pair or a bag's triple, or an array of more than
+            2 dimensions.
         IndexError
             An index outside ``[0, len(self))``.
         """
         if type(key) is int:
             return self._item(self._one_index(key))
+        if isinstance(key, list) and key and isinstance(key[0], tuple) and len(key[0]) == 3:
+            bags, instances, mask = (np.stack(column) for column in zip(*key, strict=True))
+            return self.bag_batch(bags, instances, mask)  # torch's batch_size=None form
         if isinstance(key, list) or (not isinstance(key, tuple) and np.ndim(key) > 0):
             return self._batch_key(key)
         if isinstance(key, tuple):
+            if len(key) == 3 and np.ndim(key[1]) == 1:
+                bag, instances, mask = key
+                x, y, _, _ = self.bag_batch(np.reshape(to_numpy(bag), 1),
+                                            to_numpy(instances)[None], to_numpy(mask)[None])
+                return x[0], y[0], self._one_index(bag, name="bag", in_range=False), mask
             if len(key) != 2:
                 raise TypeError(
                     f"IndexedDataset: item key is a tuple of {len(key)} values; expected an "
-                    "index or an (index, task_id) pair (TriSampler's contract). Fix: pass one "
-                    "of those, or use dataset.batch(index) for an index array."
+                    "index, an (index, task_id) pair (TriSampler's contract) or a (bag, "
+                    "instances, mask) triple with instances and mask of shape (K,) "
+                    "(BagSampler's). Fix: pass one of those, or use dataset.batch(index) for an "
+                    "index array."
                 )
             i = self._one_index(key[0])
             task = self._one_index(key[1], name="task id", in_range=False)
@@ -321,6 +344,54 @@ class IndexedDataset:
         if not in_range:
             return int(class_labels("IndexedDataset", values.reshape(1), name=name)[0])
         return int(self.check_index(values)[0])
+
+    def bag_batch(self, bags: Any, instances: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
+        """``(x[instances], y[instances[:, 0]], bags, mask)`` for a batch of
+        :class:`~xrisk.samplers.BagSampler` (multi-instance learning).
+
+        The dataset holds the instances of all bags, bag after bag (the sampler's flat
+        instance array), and ``targets`` gives each instance its bag's label; the first
+        instance of every row is a drawn one (padding repeats it), so its label is the bag's.
+
+        Parameters
+        ----------
+        bags : array_like of int, shape (B,)
+            The bag indices (the ``index`` of the MIDAM losses).
+        instances : array_like of int, shape (B, K)
+            Indices of the drawn instances in this dataset.
+        mask : array_like of int, shape (B, K)
+            1 for a drawn instance, 0 for padding; returned as given.
+
+        Returns
+        -------
+        x : array of shape (B, K, ...)
+            Each distinct instance is read once (padding repeats one).
+        y : numpy.ndarray, shape (B,) or (B, T)
+        bags, mask : numpy.ndarray
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from xrisk.samplers import BagSampler
+        >>> sizes = np.array([2, 3, 1])  # bag b: instances offsets[b] .. offsets[b] + size - 1
+        >>> instances = IndexedDataset(np.arange(6.0), np.repeat([1, 0, 1], sizes))
+        >>> x, y, bags, mask = instances.bag_batch(*BagSampler(sizes, 2, 2, seed=2).batch(0))
+        >>> bags.tolist(), x.tolist(), y.tolist(), mask.tolist()
+        ([1, 2], [[3.0, 2.0], [5.0, 5.0]], [0, 1], [[1, 1], [1, 0]])
+        """
+        bags = class_labels("IndexedDataset", np.atleast_1d(to_numpy(bags)), name="bags")
+        rows, mask = to_numpy(instances), to_numpy(mask)
+        if rows.ndim != 2 or rows.shape[0] != bags.shape[0] or mask.shape != rows.shape:
+            raise ValueError(
+                f"IndexedDataset: bags of shape {bags.shape}, instances of shape {rows.shape} "
+                f"and mask of shape {mask.shape}; expected (B,), (B, K) and (B, K). Fix: pass "
+                "a BagSampler batch as it comes, bag_batch(*sampler.batch(position))."
+            )
+        flat = self.check_index(rows.reshape(-1))
+        distinct, where = np.unique(flat, return_inverse=True)
+        x, _, _ = self.batch(distinct)
+        x = _take(x, where.reshape(rows.shape))
+        return x, self.targets[flat.reshape(rows.shape)[:, 0]], bags, mask
 
     def batch(self, index: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(x[index], y[index], index)`` for an index array of shape (B,).
