@@ -534,6 +534,11 @@ def torch_rank(rank: int, port: str, out: str) -> None:
         for part in (slice(0, half), slice(half, None)):
             metric.update(torch.as_tensor(preds[part]), torch.as_tensor(target[part]))
         values[kind] = float(metric.compute())
+    # A rank that saw nothing: the value is the other rank's data alone.
+    alone = torch_metrics.AUROC()
+    if rank == 0:
+        alone.update(torch.as_tensor(data["s"][rows]), torch.as_tensor(data["y"][rows]))
+    values["rank_1_empty"] = float(alone.compute())
     with open(out, "w") as f:
         json.dump(values, f)
     dist.barrier()
@@ -576,10 +581,7 @@ def jax_devices(out: str) -> None:
 def tf_replicas(out: str) -> None:
     """A MirroredStrategy over 2 logical CPUs: each replica updates its part in a
     tf.function, then ``result()`` outside the replicas sees both parts."""
-    import torch  # the project's import order: torch before TensorFlow
-
-    torch.set_num_threads(1)
-    import tensorflow as tf
+    import tensorflow as tf  # alone in this process: torch is not imported here
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -656,6 +658,9 @@ def test_torch_sync_over_two_gloo_ranks_equals_the_whole_data(sync_reports, rank
     got = sync_reports[f"torch{rank}"]
     assert "error" not in got, got.get("error")
     assert got["torchmetrics_imported_by_xrisk_torch"] is False
+    data = sync_data()
+    first = data["parts"][0][0]
+    assert got["rank_1_empty"] == whole.auroc(data["y"][first], data["s"][first])
     want = sync_reference()
     for kind, _ in SYNC_METRICS:
         if kind in ("NDCGAtK", "MAPAtK"):

@@ -5,8 +5,9 @@
 ``metric(preds, target)``), ``compute()``, ``reset()``, ``merge_state``/``merge``, and
 torchmetrics' own synchronisation across ranks (DDP, Lightning) before ``compute``:
 
-- the classification metrics keep list states of the scores (float64) and labels seen
-  (``dist_reduce_fx="cat"``: the ranks' lists are gathered), and ``compute`` applies the
+- the classification metrics keep list states of the scores and labels seen (float64:
+  torchmetrics sends a rank without data as an empty tensor of the metric's dtype), with
+  ``dist_reduce_fx="cat"``: the ranks' lists are gathered, and ``compute`` applies the
   whole-array :mod:`xrisk.metrics` function to them, so the value equals
   :func:`xrisk.metrics.auroc` (and friends) of the data of every rank, bit for bit;
 - the ranking metrics keep three sums (``dist_reduce_fx="sum"``): the sum of the per-query
@@ -74,6 +75,9 @@ class _Classification(_Streaming):
         self.core = core
         self.add_state("scores", default=[], dist_reduce_fx="cat")
         self.add_state("labels", default=[], dist_reduce_fx="cat")
+        # A rank that saw nothing sends an empty tensor of the metric's dtype: float64 for
+        # both states, so every rank's all_gather has one dtype.
+        self.set_dtype(torch.float64)
 
     def _seen(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Labels and scores seen, concatenated (None before the first sample). The states
@@ -98,7 +102,7 @@ class _Classification(_Streaming):
         labels, scores = self.core.check(target, preds, self._columns())
         if labels.shape[0]:
             self.scores.append(torch.as_tensor(scores, device=self.device))
-            self.labels.append(torch.as_tensor(labels, device=self.device))
+            self.labels.append(torch.as_tensor(labels, dtype=torch.float64, device=self.device))
 
     def compute(self) -> torch.Tensor:
         """The whole-array metric of every batch (of every rank after synchronisation)."""
@@ -107,6 +111,7 @@ class _Classification(_Streaming):
             labels, scores = np.zeros(0, dtype=np.int8), np.zeros(0)
         else:
             labels, scores = (tensor.cpu().numpy() for tensor in seen)
+            labels = labels.astype(np.int8)
         return torch.as_tensor(self.core.value(labels, scores), dtype=torch.float64)
 
 
