@@ -217,6 +217,10 @@ def test_early_stopping_stops_after_patience_epochs_without_progress(tmp_path):
               "evaluation": {"patience": 2}, "model": {"hidden": [4]}}
     [result] = train(recipe, tmp_path, progress=False, write_report=False)
     assert result.stopped_early and len(result.history) == 3 and result.best_epoch == 0
+    # resuming a stopped run does not train on
+    [again] = train(recipe, tmp_path, resume=True, progress=False, write_report=False)
+    assert again.stopped_early and again.history == result.history
+    assert again.test == result.test
 
 
 def test_a_tox21_task_trains_on_fingerprints(tmp_path):

@@ -269,14 +269,14 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     best = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
     history: list[dict[str, Any]] = []
     best_layers = layers
-    start, started, seconds_before = 0, None, 0.0
+    start, started, seconds_before, stopped_early = 0, None, 0.0, False
     if resume and latest_checkpoint(checkpoints) is not None:
         arrays, meta = load_checkpoint(checkpoints)
         if meta["recipe"] != recipe.to_dict():
             raise ValueError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
                              "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
-        seconds_before = meta["seconds"]
+        seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
         session.set_layers(_arrays_layers("model", arrays))
         best_layers = _arrays_layers("best", arrays)
         rng.bit_generator.state = meta["rng"]
@@ -289,10 +289,9 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
             started = phase_now.name
     write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
     began = time.perf_counter()
-    stopped_early = False
     bar = _Progress(epochs, start, f"{recipe.framework} {recipe.loss.name} seed {seed}",
                     progress)
-    for epoch in range(start, epochs):
+    for epoch in range(start, epochs if not stopped_early else start):
         phase = warmup if warmup is not None and epoch < schedule.warmup_epochs else main
         if started != phase.name:
             if phase is main and warmup is not None and schedule.reinit_last_layer:
@@ -326,24 +325,24 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
                 best_layers = session.layers()
             else:
                 best["bad_epochs"] += 1
-        seconds = seconds_before + time.perf_counter() - began
+        stopped_early = (recipe.evaluation.early_stopping and phase is main
+                         and watched is not None
+                         and best["bad_epochs"] >= recipe.evaluation.patience)
         session_arrays, session_meta = session.state()
-        arrays = {**_layers_arrays("model", session.layers()),
-                  **_layers_arrays("best", best_layers),
-                  **{f"session/{k}": v for k, v in session_arrays.items()}}
-        meta = {"recipe": recipe.to_dict(), "history": history, "best": best,
-                "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
-                "phase": phase.name, "session": session_meta, "seconds": seconds}
-        save_checkpoint(checkpoints, epoch, arrays, meta)
+        save_checkpoint(checkpoints, epoch, {
+            **_layers_arrays("model", session.layers()), **_layers_arrays("best", best_layers),
+            **{f"session/{k}": v for k, v in session_arrays.items()}}, {
+            "recipe": recipe.to_dict(), "history": history, "best": best,
+            "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
+            "phase": phase.name, "session": session_meta, "stopped_early": stopped_early,
+            "seconds": seconds_before + time.perf_counter() - began})
         _write_logs(run_dir, history)
         bar.update({"loss": f"{row['loss']:.4f}",
                     f"val_{target}": "-" if watched is None else f"{watched:.4f}",
                     "best": f"{best['value']:.4f}" if best["epoch"] >= 0 else "-"})
         if on_epoch is not None:
             on_epoch(epoch, row)
-        if (recipe.evaluation.early_stopping and phase is main and watched is not None
-                and best["bad_epochs"] >= recipe.evaluation.patience):
-            stopped_early = True
+        if stopped_early:
             break
     bar.close()
     return _finish(recipe, seed, run_dir, session, splits, history, best, best_layers,
