@@ -115,16 +115,16 @@ def test_the_navigation_lists_every_page_and_only_pages():
     assert not absent, f"mkdocs.yml's nav lists pages that do not exist: {absent}"
 
 
-def _doctest_blocks():
-    spec = importlib.util.spec_from_file_location("doctest_blocks",
-                                                  DOCS / "_ext" / "doctest_blocks.py")
+def _rst_to_markdown():
+    spec = importlib.util.spec_from_file_location("rst_to_markdown",
+                                                  DOCS / "_ext" / "rst_to_markdown.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_api_reference_fences_loose_doctest_runs_only():
-    fence = _doctest_blocks().fence_doctest_runs
+    fence = _rst_to_markdown().fence_doctest_runs
     loose = "Intro.\n\n>>> [1, 2]\n[1, 2]\n\nMore."
     assert fence(loose) == "Intro.\n\n```pycon\n>>> [1, 2]\n[1, 2]\n```\n\nMore."
     assert fence(fence(loose)) == fence(loose)  # griffe may visit an object twice
@@ -132,3 +132,17 @@ def test_api_reference_fences_loose_doctest_runs_only():
     assert fence(numpydoc) == numpydoc  # the numpydoc parser renders these itself
     notes = "Sum.\n\nNotes\n-----\n    >>> f()\n    3\n"
     assert fence(notes) == "Sum.\n\nNotes\n-----\n    ```pycon\n    >>> f()\n    3\n    ```\n"
+
+
+def test_api_reference_turns_rst_math_and_roles_into_markdown():
+    convert = _rst_to_markdown().markdown_math_and_roles
+    assert convert(r"See :class:`~xrisk.APLoss` and :func:`xrisk.set_checks`.") == (
+        "See `APLoss` and `xrisk.set_checks`.")
+    assert convert(":math:`u \\leftarrow\n    v` wraps") == "$u \\leftarrow v$ wraps"
+    aligned = ".. math::\n\n    a &= 1 \\\\\n    b &= 2\n\nEnd."
+    assert convert(aligned).split("\n") == [
+        "$$", "\\begin{aligned}", "a &= 1 \\\\", "b &= 2", "\\end{aligned}", "$$", "", "End."]
+    assert convert(".. math:: x = 1\n") == "$$\nx = 1\n$$\n"
+    fenced = "```pycon\n>>> f(':math:`x`')\n```"
+    assert convert(fenced) == fenced  # code stays code
+    assert convert("mode on exit::\n\n    code") == "mode on exit:\n\n    code"
