@@ -203,7 +203,7 @@ class KerasLoss(keras.losses.Loss):
                         f"{self.name}.pack: {t} holds integers up to {np.abs(a).max()}, beside "
                         "float targets that make the packed dtype float64, which is exact "
                         f"below 2**53 only. Fix: renumber {t} below 2**53.")
-        rows = lengths[self.targets[0]]
+        rows = int(arrays[0].shape[0])
         return np.concatenate([a.reshape(rows, -1).astype(dtype) for a in arrays], axis=1)
 
     def _pack_tensors(self, values: list[Any]) -> tf.Tensor:
@@ -416,7 +416,8 @@ def fit_dataset(data: IndexedDataset, sampler: Any, loss: KerasLoss) -> tf.data.
         raise TypeError(
             f"fit_dataset: loss is a {type(loss).__name__}; expected the KerasLoss that fit "
             "trains with. Fix: fit_dataset(data, sampler, xr.KerasLoss(loss_fn)).")
-    if not isinstance(sampler, _TFSource) or isinstance(sampler, BagSampler):
+    index_batches = isinstance(sampler, _TFSource) and not isinstance(sampler, BagSampler)
+    if not index_batches:  # (a flag, so that sampler keeps its Any type for mypy)
         raise TypeError(
             f"fit_dataset: sampler is a {type(sampler).__name__}; expected an "
             "xrisk.tensorflow DualSampler, RandomSampler or TriSampler (a BagSampler's "
