@@ -325,6 +325,22 @@ def test_torch_bad_batch_raises_and_changes_nothing():
         metric.merge(ranking)
 
 
+def test_torch_forward_of_an_undefined_batch_is_nan_and_keeps_the_state():
+    import torch
+
+    metric = _torch_metric("AUROC", {})
+    assert float(metric(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))) == 1.0
+    assert np.isnan(float(metric(torch.tensor([0.9, 0.1]), torch.tensor([1, 1]))))
+    assert float(metric.compute()) == whole.auroc([0, 1, 1, 1], [0.2, 0.7, 0.9, 0.1])
+    ranking = _torch_metric("NDCGAtK", {"k": 2})
+    ranking(torch.tensor([[0.3, 0.6]]), torch.tensor([[1, 0]]))
+    assert np.isnan(float(ranking(torch.tensor([[0.3, 0.6]]), torch.tensor([[0, 0]]))))
+    assert float(ranking.compute()) == whole.ndcg_at_k([[1, 0], [0, 0]], [[0.3, 0.6]] * 2, 2)
+    metric.reset()
+    with pytest.raises(ValueError, match="no sample has been seen"):
+        metric.compute()  # compute itself raises where the whole-array function does
+
+
 # -- Keras -----------------------------------------------------------------------------------
 
 

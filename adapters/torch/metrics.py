@@ -50,6 +50,18 @@ class _Streaming(Metric):
     higher_is_better = True
     full_state_update = False
     core: streaming.StreamingMetric
+    #: True while ``forward`` computes the value of its batch alone.
+    _batch_only = False
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Update with the batch and return the metric of this batch alone, NaN where the
+        batch alone leaves it undefined (a batch of one class, say): raising there would
+        lose the state torchmetrics set aside while it computes the batch value."""
+        self._batch_only = True
+        try:
+            return super().forward(*args, **kwargs)
+        finally:
+            self._batch_only = False
 
     def config(self) -> dict[str, Any]:
         """The options that give the metric its meaning (those of the core class)."""
@@ -112,6 +124,10 @@ class _Classification(_Streaming):
         else:
             labels, scores = (tensor.cpu().numpy() for tensor in seen)
             labels = labels.astype(np.int8)
+        if self._batch_only and self.core.undefined(labels) is not None:
+            per_label = labels.ndim == 2 and self.core.config()["average"] is None
+            return torch.full(labels.shape[1:] if per_label else (), float("nan"),
+                              dtype=torch.float64)
         return torch.as_tensor(self.core.value(labels, scores), dtype=torch.float64)
 
 
@@ -241,8 +257,10 @@ class _Ranking(_Streaming):
 
     def compute(self) -> torch.Tensor:
         """The mean over the queries of every batch (of every rank after synchronisation)."""
-        value = self.core.value(float(self.total), int(self.num_defined),
-                                int(self.num_undefined))
+        sums = float(self.total), int(self.num_defined), int(self.num_undefined)
+        if self._batch_only and self.core.undefined(*sums[1:]) is not None:
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        value = self.core.value(*sums)
         return torch.as_tensor(value, dtype=torch.float64)
 
 
