@@ -138,6 +138,16 @@ def test_tune_searches_the_method_ranges(recipe_file, tmp_path):
     assert best.optimizer.options["learning_rate"] == rate
 
 
+def test_reproduce_runs_a_claim_and_refuses_an_unknown_one(tmp_path, capsys):
+    assert main(["reproduce", "ap", "--out", str(tmp_path), "--quiet", "--seeds", "1",
+                 "--epochs", "2", "--set", "schedule.warmup_epochs=1",
+                 "--set", "data.limit=200"]) == 0
+    _, rows = _table((tmp_path / "report.md").read_text())
+    assert [row[0] for row in rows] == ["torch-ce", "torch-focal", "torch-soap"]
+    assert main(["reproduce", "ndcg", "--out", str(tmp_path)]) == 2
+    assert "expected one of ['ap', 'auroc', 'pauc']" in capsys.readouterr().err
+
+
 def test_python_m_xrisk_runs_the_command():
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, "-m", "xrisk", "recipes"], capture_output=True,

@@ -6,6 +6,7 @@
                        [--resume]
     xrisk compare RECIPE --methods ce,focal,pesg,soap,sopas [--seeds 3] [--out DIR]
     xrisk tune RECIPE --trials 20 [--out DIR]
+    xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc
     xrisk report RUN_DIR
     xrisk methods          # the methods, their defaults and search ranges
     xrisk recipes          # the shipped recipes
@@ -29,8 +30,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="xrisk", description="Train, compare, tune and report X-risk recipes.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("recipe", help="a YAML recipe or a shipped recipe's name")
+    def common(sub: argparse.ArgumentParser, metavar: str = "RECIPE",
+               what: str = "a YAML recipe or a shipped recipe's name") -> None:
+        sub.add_argument("recipe", metavar=metavar, help=what)
         sub.add_argument("--framework", choices=("torch", "tensorflow", "jax"))
         sub.add_argument("--seeds", type=int, help="run seeds 0..N-1")
         sub.add_argument("--epochs", type=int)
@@ -50,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     tune = commands.add_parser("tune", help="search the method's hyper-parameters (Optuna)")
     common(tune)
     tune.add_argument("--trials", type=int, default=20)
+    reproduce = commands.add_parser(
+        "reproduce", help="X-risk against cross-entropy and focal loss on shipped data")
+    common(reproduce, "CLAIM", "auroc (PESG, PDSCA), ap (SOAP) or pauc (SOPA, SOPAs); "
+           "each against ce and focal, 3 seeds")
+    reproduce.add_argument("--resume", action="store_true")
     report = commands.add_parser("report", help="write report.md and figures of a run folder")
     report.add_argument("run_dir")
     commands.add_parser("methods", help="print the methods, defaults and search ranges")
@@ -92,9 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(report(args.run_dir))
             return 0
+        progress = not args.quiet
+        if args.command == "reproduce":
+            from .api import reproduce
+
+            out = Path(args.out) if args.out else Path("runs") / f"reproduce-{args.recipe}"
+            reproduce(args.recipe, out, overrides=_overrides(args), resume=args.resume,
+                      progress=progress)
+            print(f"report: {out / 'report.md'}")
+            return 0
         recipe = load_recipe(args.recipe, _overrides(args))
         out = _out(args, recipe.name)
-        progress = not args.quiet
         if args.command == "train":
             from .api import train
 
