@@ -373,3 +373,40 @@ def test_bad_sources_raise_with_the_fix():
         ragged.batch([0, 1])
     with pytest.raises(IndexError, match=r"\[3\] are beyond the data"):
         ragged.batch([3])
+
+
+@pytest.mark.parametrize("stop", [2, 4, 5])  # mid-epoch, the last batch of epoch 0, epoch 1
+def test_grain_pipeline_reads_ahead_and_resumes_exactly(stop):
+    """A grain pipeline over a lazily read dataset, read ahead by two threads, gives the
+    batches of ``batches()`` epoch after epoch; its iterator's state, saved after batch
+    ``stop``, resumes in a new pipeline with exactly the remaining batches."""
+    grain = pytest.importorskip("grain")
+    from xrisk.jax.data import DualSampler as JaxDual
+    from xrisk.jax.data import IndexedDataset as JaxIndexed
+
+    values = np.random.default_rng(3).normal(size=(40, 3))
+    labels = np.array([1] * 8 + [0] * 32)
+    dataset = JaxIndexed(ReadCounter(list(values)), labels)
+    sampler = JaxDual(labels, 8, num_pos=2, seed=6)
+    assert len(sampler) == 5
+    expected = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        expected += dataset.batches(sampler)
+    options = grain.ReadOptions(num_threads=2, prefetch_buffer_size=4)
+
+    def pipeline():
+        source = JaxIndexed(ReadCounter(list(values)), labels)
+        return source.grain_dataset(JaxDual(labels, 8, num_pos=2, seed=6), epochs=2
+                                    ).to_iter_dataset(options)
+
+    first = iter(pipeline())
+    before = [next(first) for _ in range(stop + 1)]
+    saved = first.get_state()
+    resumed = iter(pipeline())
+    resumed.set_state(saved)
+    got = before + list(resumed)
+    assert_same_batches([tuple(np.asarray(f) for f in b) for b in got],
+                        [tuple(np.asarray(f) for f in b) for b in expected])
+    with pytest.raises(TypeError, match="epochs"):
+        dataset.grain_dataset(sampler, epochs=1.5)

@@ -30,8 +30,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from xrisk import datasets as _datasets
+from xrisk._validation import check_count as _check_count
 from xrisk.samplers import BagSampler, DualSampler, RandomSampler, TriSampler
 
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler", "IndexedDataset"]
@@ -65,18 +67,67 @@ class IndexedDataset(_datasets.IndexedDataset):
         where the examples are dicts or tuples (e.g. Hugging Face rows).
         """
         for batch in sampler:
-            if isinstance(batch, tuple) and len(batch) == 3:
-                x, y, bags, mask = self.bag_batch(*batch)
-                yield _device(x), jnp.asarray(y), jnp.asarray(bags), jnp.asarray(mask)
-            elif isinstance(batch, tuple):
-                index, task = batch
-                x, y, idx = self.batch(index)
-                yield _device(x), jnp.asarray(y), (jnp.asarray(idx), jnp.asarray(task))
-            else:
-                x, y, idx = self.batch(batch)
-                yield _device(x), jnp.asarray(y), jnp.asarray(idx)
+            yield jax.tree.map(jnp.asarray, self.sampler_batch(batch))
+
+    def sampler_batch(self, batch: Any) -> tuple[Any, ...]:
+        """The numpy batch that :meth:`batches` puts on the device for one sampler batch."""
+        if isinstance(batch, tuple) and len(batch) == 3:
+            return self.bag_batch(*batch)
+        if isinstance(batch, tuple):
+            index, task = batch
+            x, y, idx = self.batch(index)
+            return x, y, (idx, np.asarray(task))
+        return self.batch(batch)
+
+    def grain_dataset(self, sampler: Any, epochs: int) -> Any:
+        """Epochs ``0 .. epochs - 1`` of ``sampler`` as a grain ``MapDataset`` of batches.
+
+        Element ``k`` is batch ``k % len(sampler)`` of epoch ``k // len(sampler)``, the
+        numpy batch :meth:`batches` would give (read when grain asks for it). Every batch is a
+        pure function of the sampler's seed, epoch and position, so grain's reading threads
+        or processes (``to_iter_dataset(grain.ReadOptions(...))``, ``mp_prefetch``) read
+        ahead freely, and the iterator's ``get_state()`` / ``set_state()`` resume exactly,
+        across epochs too. Needs ``pip install grain``.
+
+        Parameters
+        ----------
+        sampler : a sampler of :mod:`xrisk.samplers` (sharded or not)
+        epochs : int
+            Number of epochs, from epoch 0.
+
+        Examples
+        --------
+        A pipeline read ahead by two threads, checkpointed mid-run (the test suite runs this
+        where grain is installed)::
+
+            pipeline = dataset.grain_dataset(sampler, epochs=10).to_iter_dataset(
+                grain.ReadOptions(num_threads=2, prefetch_buffer_size=4))
+            batches = iter(pipeline)
+            for x, y, index in batches:
+                ...  # train; save batches.get_state() with the model
+            resumed = iter(pipeline)  # a new run: the same dataset, sampler and epochs
+            resumed.set_state(saved)  # yields exactly the batches not yet trained on
+        """
+        try:
+            import grain
+        except ImportError as error:
+            raise ImportError(
+                f"IndexedDataset.grain_dataset needs grain, which is not installed ({error}); "
+                "expected `import grain` to work. Fix: pip install grain, or iterate "
+                "dataset.batches(sampler)."
+            ) from error
+        count = _check_count("IndexedDataset", "epochs", epochs)
+        per_epoch = len(sampler)
+        return grain.MapDataset.range(count * per_epoch).map(_BatchAt(self, sampler, per_epoch))
 
 
-def _device(x: Any) -> Any:
-    """Every array of ``x`` (an array, or a dict or tuple of them) as a ``jax.Array``."""
-    return jax.tree.map(jnp.asarray, x)
+class _BatchAt:
+    """Element ``k`` of :meth:`IndexedDataset.grain_dataset` (a class, not a closure: grain's
+    worker processes pickle it)."""
+
+    def __init__(self, dataset: IndexedDataset, sampler: Any, per_epoch: int) -> None:
+        self.dataset, self.sampler, self.per_epoch = dataset, sampler, per_epoch
+
+    def __call__(self, k: int) -> tuple[Any, ...]:
+        epoch, position = divmod(int(k), self.per_epoch)
+        return self.dataset.sampler_batch(self.sampler.batch(position, epoch=epoch))
