@@ -379,7 +379,16 @@ def test_keras_metrics_in_tf_function_equal_the_whole_array_functions(data):
     assert_ranking_close(float(metric.result()), whole_value(kind, options, rel, scores))
 
 
-def test_keras_metrics_in_fit_and_evaluate_equal_the_whole_array_functions():
+def test_keras_metrics_round_trip_through_their_config():
+    from xrisk.tensorflow import metrics as keras_metrics
+
+    for kind, options in SYNC_METRICS:
+        metric = getattr(keras_metrics, kind)(**options, name=f"my_{kind}")
+        again = type(metric).from_config(metric.get_config())
+        assert again.get_config() == metric.get_config() and again.name == f"my_{kind}"
+
+
+def test_keras_metrics_in_fit_and_evaluate_equal_the_whole_array_functions(tmp_path):
     import keras
 
     from xrisk.tensorflow import metrics as keras_metrics
@@ -403,6 +412,11 @@ def test_keras_metrics_in_fit_and_evaluate_equal_the_whole_array_functions():
         y, p[:, 0], max_fpr=0.3, scale="mcclish")
     assert got["two_way_partial_auroc"] == whole.two_way_partial_auroc(
         y, p[:, 0], max_fpr=0.5, min_tpr=0.5)
+    model.save(tmp_path / "model.keras")  # the metrics are registered Keras objects
+    loaded = keras.models.load_model(tmp_path / "model.keras")
+    again = loaded.evaluate(x, y, batch_size=25, verbose=0, return_dict=True)
+    assert {k: v for k, v in again.items() if k != "loss"} == {
+        k: v for k, v in got.items() if k != "loss"}
 
 
 def test_keras_bad_batch_raises_and_changes_nothing():

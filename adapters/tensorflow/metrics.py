@@ -89,6 +89,7 @@ class _Classification(keras.metrics.Metric):
         from xrisk._validation import check_count
 
         snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", core.owner).lower()  # one_way_partial_auroc
+        kwargs.pop("dtype", None)  # from get_config: the values are float64 whatever it says
         super().__init__(name=name or snake, dtype="float64", **kwargs)
         self.core = core
         self.num_labels = None if num_labels is None else check_count(
@@ -153,6 +154,7 @@ class _Classification(keras.metrics.Metric):
         return {**super().get_config(), **self.core.config(), "num_labels": self.num_labels}
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class AUROC(_Classification):
     """Streaming AUROC, :func:`xrisk.metrics.auroc` of every batch seen.
 
@@ -179,6 +181,7 @@ class AUROC(_Classification):
         super().__init__(streaming.AUROC(average=average), num_labels, name, **kwargs)
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class AveragePrecision(_Classification):
     """Streaming average precision, :func:`xrisk.metrics.average_precision`.
 
@@ -200,6 +203,7 @@ class AveragePrecision(_Classification):
                          **kwargs)
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class OneWayPartialAUROC(_Classification):
     """Streaming one-way partial AUROC, :func:`xrisk.metrics.one_way_partial_auroc`.
 
@@ -230,6 +234,7 @@ class OneWayPartialAUROC(_Classification):
                          num_labels, name, **kwargs)
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class TwoWayPartialAUROC(_Classification):
     """Streaming two-way partial AUROC, :func:`xrisk.metrics.two_way_partial_auroc`.
 
@@ -266,6 +271,7 @@ class _Ranking(keras.metrics.Metric):
 
     def __init__(self, core: streaming.RankingMetric, name: str | None,
                  **kwargs: Any) -> None:
+        kwargs.pop("dtype", None)  # from get_config: the values are float64 whatever it says
         super().__init__(name=name or f"{core.owner.lower()[:-3]}@{core.k}", dtype="float64",
                          **kwargs)
         self.core = core
@@ -310,6 +316,7 @@ class _Ranking(keras.metrics.Metric):
         return {**super().get_config(), **self.core.config()}
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class NDCGAtK(_Ranking):
     """Streaming NDCG@k, :func:`xrisk.metrics.ndcg_at_k` averaged over every query seen.
 
@@ -338,6 +345,7 @@ class NDCGAtK(_Ranking):
                          name, **kwargs)
 
 
+@keras.saving.register_keras_serializable(package="xrisk")
 class MAPAtK(_Ranking):
     """Streaming MAP@k, :func:`xrisk.metrics.map_at_k` averaged over every query seen.
 
