@@ -371,6 +371,17 @@ def _ddp_rank(rank: int, folder: Path) -> None:
     except RuntimeError as error:
         if "exclude_loss_state_from_ddp" not in str(error):
             problems.append(f"without XRiskCallback: {error}")
+    # The callback refuses a sampler that is not this rank's shard, and Lightning's
+    # DistributedSampler in place of the xrisk sampler.
+    for what, given, use in (("an unsharded sampler", make_sampler(labels), False),
+                             ("use_distributed_sampler", sampler, True)):
+        try:
+            trainer([XRiskCallback(given)], **{**options, "use_distributed_sampler": use}
+                    ).fit(Recipe("AP-SOAP"), DataLoader(data, sampler=given, batch_size=None))
+            problems.append(f"{what}: nothing raised")
+        except ValueError as error:
+            if "XRiskCallback" not in str(error) or "Fix:" not in str(error):
+                problems.append(f"{what}: {error}")
     (folder / f"rank{rank}.json").write_text(json.dumps({"cases": list(CASES),
                                                          "problems": problems}))
     dist.barrier()
