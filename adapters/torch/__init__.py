@@ -12,7 +12,10 @@
 True
 
 Porting to JAX or TensorFlow changes only the import: ``xrisk.jax`` and ``xrisk.tensorflow``
-export the same names with the same constructor signatures.
+export the same names with the same constructor signatures. PyTorch Lightning support (a
+callback for DDP, stage-wise decay and the sampler's position in checkpoints) is the
+submodule ``xrisk.torch.lightning``, imported on its own so that this package does not
+import Lightning.
 """
 
 from . import data as _data
