@@ -229,6 +229,38 @@ def test_core_multilabel_streams_the_macro_average():
         metric.update(y[:2, 0], s[:2, 0])
 
 
+def test_multilabel_batches_in_every_framework_equal_the_macro_and_per_label_values():
+    import jax
+    import jax.numpy as jnp
+    import tensorflow as tf
+    import torch
+
+    from xrisk.jax import metrics as jax_metrics
+    from xrisk.tensorflow import metrics as keras_metrics
+    from xrisk.torch import metrics as torch_metrics
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, size=(18, 3))
+    y[0], y[1] = 1, 0
+    y[:, 2] = 0  # the third label has no positive: NaN per label, left out of the mean
+    s = np.round(rng.uniform(size=(18, 3)), 1)
+    parts = (slice(0, 5), slice(5, 18))
+    for average in ("macro", None):
+        want = whole.average_precision(y, s, average=average)
+        torch_metric = torch_metrics.AveragePrecision(average=average)
+        keras_metric = keras_metrics.AveragePrecision(num_labels=3, average=average)
+        keras_update = tf.function(keras_metric.update_state)
+        jax_metric = jax_metrics.AveragePrecision(capacity=18, num_labels=3, average=average)
+        state = jax_metric.init()
+        for part in parts:
+            torch_metric.update(torch.as_tensor(s[part]), torch.as_tensor(y[part]))
+            keras_update(tf.constant(y[part]), tf.constant(s[part]))
+            state = jax.jit(jax_metric.update)(state, jnp.asarray(y[part]), jnp.asarray(s[part]))
+        for got in (torch_metric.compute().numpy(), keras_metric.result().numpy(),
+                    jax_metric.compute(state), np.asarray(jax.jit(jax_metric.compute)(state))):
+            np.testing.assert_array_equal(got, want)
+
+
 #: (batch kind, bad batch, expected message): labels not 0/1, shape mismatch, NaN scores.
 BAD_CLASSIFICATION = [
     ((np.array([0, 2]), np.array([0.1, 0.2])), r"contains \[2\]; expected binary.*Fix"),
