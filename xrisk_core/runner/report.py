@@ -123,18 +123,20 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
 
     metrics = list(dict.fromkeys(m for seeds in runs.values() for s in seeds
                                  for m in s["result"]["test"]))
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(runs) * len(metrics) / 2), 4))
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.6 * len(runs) * len(metrics) + 2.5), 4))
     width = 0.8 / max(len(runs), 1)
+    lowest = 1.0
     for i, (label, seeds) in enumerate(runs.items()):
         values = [[s["result"]["test"].get(m, np.nan) for s in seeds] for m in metrics]
         means = [np.mean(v) for v in values]
         stds = [np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values]
+        lowest = min(lowest, *(m - s for m, s in zip(means, stds) if np.isfinite(m)))
         ax.bar(np.arange(len(metrics)) + i * width, means, width, yerr=stds, label=label,
                capsize=2)
     ax.set_xticks(np.arange(len(metrics)) + width * (len(runs) - 1) / 2, metrics)
     ax.set_ylabel("test metric (mean ± std)")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
+    ax.set_ylim(max(0.0, np.floor((lowest - 0.05) * 10) / 10), 1)  # the differences show
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(folder / "comparison.png", dpi=100)
     plt.close(fig)
