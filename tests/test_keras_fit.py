@@ -75,7 +75,7 @@ def _twin(definition):
 
 
 @pytest.mark.parametrize("name", sorted(xrisk.LOSSES))
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(data=st.data())
 def test_every_loss_through_keras_equals_the_loss_called_by_hand(name, data):
     """KerasLoss in a training step (a GradientTape) gives the wrapped loss's value,
@@ -236,14 +236,14 @@ def test_stage_wise_decay_divides_the_learning_rate_at_the_chosen_epochs():
         loss = xr.KerasLoss(loss_fn)
         model.compile(optimizer=optimizer, loss=loss.attach(model))
         rates = []
-        model.fit(x, loss.pack(labels=labels), batch_size=BATCH, epochs=4, verbose=0,
-                  callbacks=[xr.StageWiseDecay(epochs=[1, 3], decay_factor=10),
+        model.fit(x, loss.pack(labels=labels), batch_size=2 * BATCH, epochs=3, verbose=0,
+                  callbacks=[xr.StageWiseDecay(epochs=[1, 2], decay_factor=10),
                              keras.callbacks.LambdaCallback(
                                  on_epoch_end=lambda e, logs, rates=rates, model=model: (
                                      rates.append(float(model.optimizer.learning_rate))))])
         seen[name] = rates
-    assert_allclose(seen["keras"], [0.5, 0.05, 0.05, 0.005], rtol=1e-6)
-    assert_allclose(seen["xrisk"], [0.5, 0.05, 0.05, 0.005], rtol=1e-12)
+    assert_allclose(seen["keras"], [0.5, 0.05, 0.005], rtol=1e-6)
+    assert_allclose(seen["xrisk"], [0.5, 0.05, 0.005], rtol=1e-12)
 
 
 def test_callbacks_refuse_bad_schedules_and_optimizers():
@@ -297,11 +297,11 @@ def test_fit_dataset_has_known_cardinality_and_fit_does_not_run_out_of_data():
     assert int(loss.batches_trained) == 2 * len(sampler)
 
 
-@pytest.mark.parametrize("lazy", [False, True])
-def test_peeking_loses_no_batch_and_epochs_follow_the_sampler(lazy):
-    """fit on the pipeline, after looking at batches (take, next, a prefetching iterator),
-    trains the sampler's epochs 0 and 1 in order: like fit on those batches as arrays."""
-    x, labels, data, sampler, loss_fn, loss = _pipeline(lazy=lazy)
+def test_peeking_loses_no_batch_and_epochs_follow_the_sampler():
+    """fit on the pipeline (a lazily read source), after looking at batches (take, next, a
+    prefetching iterator), trains the sampler's epochs 0 and 1 in order: like fit on those
+    batches as arrays."""
+    x, labels, data, sampler, loss_fn, loss = _pipeline(lazy=True)
     ds = xr.fit_dataset(data, sampler, loss).prefetch(2)
     for _ in ds.take(1):
         pass
