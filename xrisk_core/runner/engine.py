@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import csv
 import importlib
+import importlib.util
 import inspect
 import json
 import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -163,7 +164,6 @@ class RunResult:
     validation: dict[str, float]
     seconds: float
     stopped_early: bool
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _metrics(recipe: Recipe, y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
