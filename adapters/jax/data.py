@@ -30,7 +30,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from xrisk import datasets as _datasets
 from xrisk._validation import check_count as _check_count
@@ -68,16 +67,6 @@ class IndexedDataset(_datasets.IndexedDataset):
         """
         for batch in sampler:
             yield jax.tree.map(jnp.asarray, self.sampler_batch(batch))
-
-    def sampler_batch(self, batch: Any) -> tuple[Any, ...]:
-        """The numpy batch that :meth:`batches` puts on the device for one sampler batch."""
-        if isinstance(batch, tuple) and len(batch) == 3:
-            return self.bag_batch(*batch)
-        if isinstance(batch, tuple):
-            index, task = batch
-            x, y, idx = self.batch(index)
-            return x, y, (idx, np.asarray(task))
-        return self.batch(batch)
 
     def grain_dataset(self, sampler: Any, epochs: int) -> Any:
         """Epochs ``0 .. epochs - 1`` of ``sampler`` as a grain ``MapDataset`` of batches.

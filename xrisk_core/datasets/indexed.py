@@ -345,6 +345,32 @@ class IndexedDataset:
             return int(class_labels("IndexedDataset", values.reshape(1), name=name)[0])
         return int(self.check_index(values)[0])
 
+    def sampler_batch(self, batch: Any) -> tuple[Any, ...]:
+        """The numpy batch for one batch of a core sampler, as it comes.
+
+        An index array (``DualSampler``, ``RandomSampler``) gives ``(x, y, index)``;
+        ``TriSampler``'s classification ``(index, task_id)`` gives ``(x, y, (index,
+        task_id))``; ``BagSampler``'s ``(bags, instances, mask)`` gives ``(x, y, bags, mask)``
+        (see :meth:`bag_batch`). What the JAX adapter's ``batches()`` puts on the device.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from xrisk.samplers import DualSampler
+        >>> labels = np.array([1, 1, 0, 0, 0, 0])
+        >>> data = IndexedDataset(np.arange(6.0), labels)
+        >>> x, y, index = data.sampler_batch(DualSampler(labels, 4, seed=0).batch(0))
+        >>> bool((x == index).all()), y.tolist()
+        (True, [1, 1, 0, 0])
+        """
+        if isinstance(batch, tuple) and len(batch) == 3:
+            return self.bag_batch(*batch)
+        if isinstance(batch, tuple):
+            index, task = batch
+            x, y, idx = self.batch(index)
+            return x, y, (idx, class_labels("IndexedDataset", to_numpy(task), name="task id"))
+        return self.batch(batch)
+
     def bag_batch(self, bags: Any, instances: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
         """``(x[instances], y[instances[:, 0]], bags, mask)`` for a batch of
         :class:`~xrisk.samplers.BagSampler` (multi-instance learning).
