@@ -115,6 +115,10 @@ def test_a_bad_recipe_exits_with_status_2_and_the_fix(recipe_file, tmp_path, cap
     assert "sampler.batch_sise" in err and "did you mean 'batch_size'" in err
     assert main(["train", "no_such_recipe", "--out", str(tmp_path)]) == 2
     assert "breast_cancer_auroc" in capsys.readouterr().err  # the shipped recipes are named
+    (tmp_path / "bad.csv").write_text("a,label\n1,x\n")
+    assert main(["train", str(recipe_file), "--out", str(tmp_path / "csv"), "--set",
+                 "data={name: csv, path: %s}" % (tmp_path / "bad.csv")]) == 2
+    assert "row 2, column 'label'" in capsys.readouterr().err
 
 
 def test_methods_and_recipes_list_what_exists(capsys):

@@ -129,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"best validation {recipe.metric}: {best['value']:.4f} with {best['params']}")
         print(f"report: {out / 'report.md'}")
         return 0
-    except (RecipeError, FileExistsError, FileNotFoundError, ImportError) as error:
+    except (RecipeError, ValueError, FileExistsError, FileNotFoundError, ImportError) as error:
+        # bad input (recipe, data file, run folder): the message says what and the fix
         print(f"xrisk {args.command}: {error}", file=sys.stderr)
         return 2

@@ -37,7 +37,7 @@ import xrisk
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from .data import Splits, load_splits
 from .models import Layers, glorot_layer, mlp_weights
-from .recipe import Recipe
+from .recipe import Recipe, RecipeError
 
 __all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
            "session_class", "import_framework"]
@@ -273,7 +273,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     if resume and latest_checkpoint(checkpoints) is not None:
         arrays, meta = load_checkpoint(checkpoints)
         if meta["recipe"] != recipe.to_dict():
-            raise ValueError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
+            raise RecipeError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
                              "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
         seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
