@@ -371,6 +371,22 @@ def _ddp_rank(rank: int, folder: Path) -> None:
     except RuntimeError as error:
         if "exclude_loss_state_from_ddp" not in str(error):
             problems.append(f"without XRiskCallback: {error}")
+    # A loss built after the callback's setup (in the module's setup) is refused at fit start.
+    class LateLoss(Recipe):
+        def __init__(self) -> None:
+            pl.LightningModule.__init__(self)
+            self.case, self.net = "AP-SOAP", make_net()
+
+        def setup(self, stage: str) -> None:
+            self.loss_fn = CASES[self.case][0]()
+
+    try:
+        trainer([XRiskCallback(sampler)], **options).fit(
+            LateLoss(), DataLoader(data, sampler=sampler, batch_size=None))
+        problems.append("a loss built in setup(): nothing raised")
+    except RuntimeError as error:
+        if "XRiskCallback: DDP broadcasts the loss state" not in str(error):
+            problems.append(f"a loss built in setup(): {error}")
     # The callback refuses a sampler that is not this rank's shard, and Lightning's
     # DistributedSampler in place of the xrisk sampler.
     for what, given, use in (("an unsharded sampler", make_sampler(labels), False),

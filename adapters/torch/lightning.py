@@ -238,8 +238,8 @@ class XRiskCallback(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         """Exclude the losses' state tables from DDP's broadcast; check the sampler's shard.
 
-        Runs before Lightning wraps the module in DDP, so the losses must exist by then
-        (built in ``__init__`` or ``setup``, not ``configure_model``)."""
+        Runs before Lightning wraps the module in DDP, and before the module's own
+        ``setup`` and ``configure_model`` hooks: build the losses in ``__init__``."""
         self._trainer = trainer
         exclude_loss_state_from_ddp(pl_module)
         if self.sampler is None:
@@ -264,15 +264,17 @@ class XRiskCallback(pl.Callback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Refuse a loss that DDP would broadcast (one built after :meth:`setup`)."""
         model = trainer.strategy.model
-        if isinstance(model, DistributedDataParallel) and model.forward_sync_buffers:
+        # torch 2.13 renamed broadcast_buffers to forward_sync_buffers
+        syncs = getattr(model, "forward_sync_buffers", getattr(model, "broadcast_buffers", False))
+        if isinstance(model, DistributedDataParallel) and syncs:
             synced = sorted(set(loss_state_names(pl_module)) - model.parameters_to_ignore)
             if synced:
                 raise RuntimeError(
                     f"XRiskCallback: DDP broadcasts the loss state {synced} from rank 0 at "
                     "each forward: those losses did not exist when the callback's setup "
-                    "hook excluded them (built in configure_model?). Expected every xrisk "
-                    "loss built before Lightning wraps the module. Fix: build the loss in "
-                    "the LightningModule's __init__ or setup().")
+                    "hook excluded them (built in the module's setup or configure_model). "
+                    "Expected every xrisk loss built with the module. Fix: build the loss "
+                    "in the LightningModule's __init__.")
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Check that the training loader iterates this callback's sampler."""
