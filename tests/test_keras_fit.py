@@ -388,3 +388,24 @@ def test_bad_targets_sample_weights_and_unattached_training_raise():
     assert_array_equal(loss_fn.u.numpy(), before)
     with pytest.raises(TypeError, match="keras.Model"):
         loss.attach(object())
+
+
+def test_attach_works_before_a_subclassed_model_is_built_and_refuses_after():
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.head = keras.layers.Dense(1, activation="sigmoid", dtype="float64")
+
+        def call(self, inputs):
+            return self.head(inputs)
+
+    x, labels = _data()
+    fresh, built = Net(), Net()
+    built(x[:2])
+    loss = xr.KerasLoss(xr.AUCMLoss(dtype="float64"))
+    with pytest.raises(ValueError, match="attach right after constructing the model"):
+        loss.attach(built)
+    assert len(built.weights) == 2
+    fresh.compile(optimizer=keras.optimizers.Adam(0.01), loss=loss.attach(fresh))
+    fresh.fit(x, loss.pack(labels=labels), batch_size=BATCH, epochs=1, verbose=0)
+    assert float(loss.loss_fn.alpha) != 0.0

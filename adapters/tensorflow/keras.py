@@ -330,6 +330,8 @@ class KerasLoss(keras.losses.Loss):
         ------
         TypeError
             ``model`` is not a ``keras.Model``.
+        ValueError
+            ``model`` is a subclassed model that is already built (nothing is attached).
         """
         if not isinstance(model, keras.Model):
             raise TypeError(
@@ -339,6 +341,13 @@ class KerasLoss(keras.losses.Loss):
         for name in self.loss_fn.definition.state_shapes():
             variables[name] = getattr(self.loss_fn, name)
         prefix = f"xrisk_{self.name}"
+        locked = getattr(getattr(model, "_tracker", None), "locked", False)
+        if locked:  # a built subclassed model (Sequential and functional ones stay open)
+            raise ValueError(
+                f"{self.name}.attach: the {type(model).__name__} model is already built, and "
+                "Keras adds no weights to a built subclassed model; expected a model not yet "
+                "called. Fix: attach right after constructing the model (or in its "
+                "__init__, loss.attach(self)), before its first call or fit.")
         for name, variable in variables.items():
             wrapped = keras.Variable(initializer=variable, shape=variable.shape,
                                      dtype=variable.dtype.name, trainable=variable.trainable,
