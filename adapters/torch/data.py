@@ -179,8 +179,9 @@ class IndexedDataset(_datasets.IndexedDataset, Dataset):
         dataset's examples are read with one ``__getitems__`` call where it has one."""
         if not all(type(key) is int for key in keys):
             return [self[key] for key in keys]  # pairs, odd keys: item by item
-        index = self.check_index(np.asarray(keys, dtype=np.int64))
+        index = np.asarray(keys, dtype=np.int64)
         if not self._array:
+            index = self.check_index(index)
             examples = self._examples(index)
             return list(zip(examples, *map(_items, (self.targets[index], index)), strict=True))
         if self.transform is not None:
