@@ -154,15 +154,9 @@ FIT_RUNS = {
                       lambda loss_fn: keras.optimizers.Adam(0.05), True),
 }
 
-#: xrisk's Keras optimizers build their slots inside fit's first traced step, which XLA
-#: refuses ("failed to lift variable creations"): an issue of adapters/tensorflow/optim.py
-#: (Keras's own optimizers build there too and pass). jit_compile="auto" is XLA on a GPU.
-_XLA_SLOTS = pytest.mark.xfail(strict=True, reason="xrisk optimizer slots built under XLA")
-
-
 @pytest.mark.parametrize(("label", "jit_compile"), [
     ("APLoss", False), ("AUCMLoss-PESG", False), ("AUCMLoss-Adam", False),
-    ("AUCMLoss-Adam", True), pytest.param("AUCMLoss-PESG", True, marks=_XLA_SLOTS)])
+    ("AUCMLoss-Adam", True), ("AUCMLoss-PESG", True), ("APLoss", True)])
 def test_fit_trains_exactly_like_a_gradient_tape_loop(label, jit_compile):
     make_loss, make_optimizer, with_aux = FIT_RUNS[label]
     x, labels = _data()

@@ -124,6 +124,15 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
         if self.built:
             return
         variables = [v for v in variables if _tf_variable(v).ref() not in self._ascent_keys]
+        # fit builds the optimizer inside its first traced step; XLA (jit_compile=True, and
+        # "auto" on a GPU) refuses variables created there, so the slots are lifted out of
+        # the graph being traced, as Keras's own optimizers create theirs.
+        with tf.init_scope():
+            self._build_slots(variables)
+        object.__setattr__(self, "_auxiliary_keys", {
+            self._var_key(v) for v in self._descent})
+
+    def _build_slots(self, variables: list[Any]) -> None:
         super().build(variables)
         specs = self.rule.slot_specs()
         slots = []
@@ -140,8 +149,6 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
                     dtype="int32" if spec.integer else compute, name=f"{prefix}_{name}")
             slots.append(entry)
         self._slot_variables = slots
-        object.__setattr__(self, "_auxiliary_keys", {
-            self._var_key(v) for v in self._descent})
 
     def _get_current_learning_rate(self) -> Any:
         base = self._learning_rate
