@@ -335,26 +335,32 @@ def test_a_lazy_source_reads_only_the_batch_rows():
 # ----------------------------------------------------------------- checkpoints
 
 def test_the_loss_state_round_trips_through_keras_and_tf_checkpoints(tmp_path):
-    """(A Keras optimizer here: tf.train.Checkpoint cannot save an xrisk optimizer, whose
-    constructor replaces Keras's learning-rate variable in a tracked list.)"""
+    """With an xrisk optimizer (whose float64 learning rate once made tf.train.Checkpoint
+    refuse to save: it replaced Keras's variable in a tracked, append-only list)."""
     x, labels, data, sampler, loss_fn, loss = _pipeline()
     model = _model()
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss.attach(model))
+    model.compile(optimizer=xr.SOAP(learning_rate=1e-2), loss=loss.attach(model))
     model.fit(xr.fit_dataset(data, sampler, loss), epochs=1, verbose=0)
     trained_u, trained_count = loss_fn.u.numpy().copy(), int(loss.batches_trained)
+    steps = int(model.optimizer.iterations)
     assert np.any(trained_u != 0)
     model.save_weights(tmp_path / "run.weights.h5")
-    checkpoint = tf.train.Checkpoint(model=model)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     saved = checkpoint.save(tmp_path / "ckpt")
 
-    for restore in (lambda m: m.load_weights(tmp_path / "run.weights.h5"),
-                    lambda m: tf.train.Checkpoint(model=m).restore(saved).expect_partial()):
+    def from_checkpoint(fresh):
+        tf.train.Checkpoint(model=fresh, optimizer=fresh.optimizer).restore(
+            saved).expect_partial()
+        assert int(fresh.optimizer.iterations) == steps
+
+    for restore in (lambda m: m.load_weights(tmp_path / "run.weights.h5"), from_checkpoint):
         fresh, fresh_fn = _model(seed=1), xr.APLoss(num_samples=N, dtype="float64")
         fresh_loss = xr.KerasLoss(fresh_fn)
-        fresh.compile(optimizer=keras.optimizers.Adam(1e-2), loss=fresh_loss.attach(fresh))
+        fresh.compile(optimizer=xr.SOAP(learning_rate=1e-2), loss=fresh_loss.attach(fresh))
         restore(fresh)
         assert_array_equal(fresh_fn.u.numpy(), trained_u)
         assert int(fresh_loss.batches_trained) == trained_count
+        assert fresh.optimizer.learning_rate.dtype == "float64"
 
 
 # ------------------------------------------------------------------- bad input

@@ -83,16 +83,19 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
 
     def __init__(self, rule: UpdateRule, params: Params = None, loss_fn: Loss = None) -> None:
         rate = rule.learning_rate
-        super().__init__(learning_rate=rate if callable(rate) else float(rate), name=rule.name)
-        if isinstance(self._learning_rate, keras.Variable):  # type: ignore[has-type]
-            # Keras keeps the learning rate in floatx; float64 keeps the given value exactly
-            # (get_config() returns 0.001, not 0.0010000000474974513).
-            old = self._learning_rate  # type: ignore[has-type]
+        # Keras would keep a number in a floatx variable; float64 keeps the given value exactly
+        # (get_config() returns 0.001, not 0.0010000000474974513). The variable is made here,
+        # in Keras's order (after the step count), rather than swapped for Keras's own: an
+        # untracked variable makes the tracked list non-append-only, which tf.train.Checkpoint
+        # refuses to save.
+        super().__init__(learning_rate=rate if callable(rate) else (lambda: rate),
+                         name=rule.name)
+        if not callable(rate):
             with keras.name_scope(self.name, caller=self):
-                self._learning_rate = keras.Variable(
-                    rate, name="learning_rate", dtype="float64", trainable=False,
-                    aggregation="only_first_replica")
-            self._untrack_variable(old)  # the assignment above tracked the new one
+                variable = keras.Variable(float(rate), name="learning_rate", dtype="float64",
+                                          trainable=False, aggregation="only_first_replica")
+            self._track_variable(variable)
+            self._learning_rate = variable
         self.rule = rule
         self._lr_divisor = self.add_variable(shape=(), initializer="ones", dtype="float64",
                                              name="lr_divisor")
