@@ -1,0 +1,177 @@
+"""The data a recipe can name: the file loaders of xrisk.datasets and the runner's data kinds.
+
+Every file is written by the test (tiny images, CSVs, npz); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xrisk.datasets import (
+    CHEXPERT_TASKS,
+    ImageFolder,
+    IndexedDataset,
+    binary_image_folder,
+    load_chexpert,
+    load_medmnist_npz,
+    murcko_scaffolds,
+    read_smiles_csv,
+    scaffold_split,
+)
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _image_folder(root: Path, counts: dict[str, int], size: int = 6) -> Path:
+    """Class folders of PNG/JPEG files whose pixel value encodes (class, file)."""
+    for c, (name, count) in enumerate(counts.items()):
+        (root / name).mkdir(parents=True)
+        for i in range(count):
+            suffix = ".png" if i % 2 else ".JPG"
+            PIL.new("L", (size + i % 3, size), 10 * c + i).save(root / name / f"{i:03d}{suffix}")
+    (root / "notes.txt").write_text("not a class")
+    return root
+
+
+def test_image_folder_lists_without_reading_and_reads_lazily(tmp_path, monkeypatch):
+    root = _image_folder(tmp_path, {"b": 3, "a": 2})
+    reads: list[Path] = []
+    from xrisk.datasets import image_folder
+
+    real = image_folder.read_image
+
+    def counting(path, **kwargs):
+        reads.append(Path(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(image_folder, "read_image", counting)
+    folder = ImageFolder(root, image_size=4, grayscale=True)
+    dataset = IndexedDataset(folder)
+    assert folder.classes == ("a", "b") and folder.targets.tolist() == [0, 0, 1, 1, 1]
+    assert reads == []
+    x, y, index = dataset.batch([4, 0])
+    assert reads == [folder.paths[4], folder.paths[0]]
+    assert x.shape == (2, 4, 4) and x.dtype == np.float32 and y.tolist() == [1, 0]
+    # pixel values encode the folder's position in counts and the file: image 4 is class
+    # b's third file (value 2), image 0 class a's first (value 10)
+    assert np.allclose(x[0], 2 / 255, atol=1e-3) and np.allclose(x[1], 10 / 255, atol=1e-3)
+
+
+def test_image_folder_refuses_a_folder_without_class_images(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no class sub-folder"):
+        ImageFolder(tmp_path)
+    with pytest.raises(FileNotFoundError, match="not a folder"):
+        ImageFolder(tmp_path / "missing")
+
+
+def test_binary_image_folder_imratio_matches_the_generator(tmp_path):
+    root = _image_folder(tmp_path, {"cat": 4, "dog": 12, "fox": 8})
+    full = binary_image_folder(root, ["fox"])
+    assert full.targets.tolist() == [0] * 16 + [1] * 8
+    train = binary_image_folder(root, ["fox"], imratio=0.2, seed=3, image_size=6)
+    # LibAUC's rule: all 16 negatives and floor(0.2 / 0.8 * 16) = 4 positives, seeded
+    assert len(train) == 20 and int(train.targets.sum()) == 4
+    again = binary_image_folder(root, ["fox"], imratio=0.2, seed=3)
+    other = binary_image_folder(root, ["fox"], imratio=0.2, seed=4)
+    assert train.data.indices.tolist() == again.data.indices.tolist()
+    assert train.data.indices.tolist() != other.data.indices.tolist()
+    x, y, _ = train.batch(np.arange(len(train)))
+    folder = ImageFolder(root)
+    positive = folder.targets[train.data.indices] == 2
+    assert (positive == (y == 1)).all() and x.shape[0] == 20
+    with pytest.raises(ValueError, match=r"positive_classes=\['wolf'\].*\['cat', 'dog', 'fox'\]"):
+        binary_image_folder(root, ["wolf"])
+    with pytest.raises(ValueError, match="at least one negative"):
+        binary_image_folder(root, ["cat", "dog", "fox"])
+
+
+def test_medmnist_npz_splits_and_binary_classes(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for split, n in (("train", 10), ("val", 4), ("test", 6)):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (n, 5, 5, 3), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(n) % 4).reshape(n, 1)
+    path = tmp_path / "tiny.npz"
+    np.savez(path, **arrays)
+    x, y = load_medmnist_npz(path, "test")
+    assert x.shape == (6, 5, 5, 3) and x.max() <= 1 and y.tolist() == [0, 1, 2, 3, 0, 1]
+    assert np.allclose(x * 255, arrays["test_images"])
+    _, binary = load_medmnist_npz(path, "train", positive_classes=[1, 3])
+    assert binary.tolist() == [0, 1, 0, 1] * 2 + [0, 1]
+    with pytest.raises(ValueError, match="'valid'"):
+        load_medmnist_npz(path, "valid")
+    with pytest.raises(ValueError, match=r"positive_classes=\[7\]"):
+        load_medmnist_npz(path, positive_classes=[7])
+    np.savez(tmp_path / "bad.npz", train_images=arrays["train_images"])
+    with pytest.raises(ValueError, match="train_labels"):
+        load_medmnist_npz(tmp_path / "bad.npz")
+
+
+def _chexpert(root: Path) -> Path:
+    header = "Path,Sex,Frontal/Lateral," + ",".join(CHEXPERT_TASKS)
+    lines = [header,
+             "p0.jpg,F,Frontal,1.0,-1.0,-1.0,-1.0,-1.0",
+             "p1.jpg,M,Lateral,1.0,1.0,1.0,1.0,1.0",
+             "p2.jpg,M,Frontal,,,0.0,1.0,",
+             "p3.jpg,F,Frontal,-1.0,0.0,1.0,,1.0"]
+    for i in range(4):
+        PIL.new("L", (10, 8), 40 * i).save(root / f"p{i}.jpg")
+    path = root / "train.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_chexpert_frontal_views_and_uncertain_policy(tmp_path):
+    path = _chexpert(tmp_path)
+    data = load_chexpert(path, tmp_path, image_size=4)
+    # frontal rows 0, 2, 3; -1 -> 1 for Edema and Atelectasis (U-Ones), 0 for the others
+    assert data.targets.tolist() == [[1, 1, 0, 1, 0], [0, 0, 0, 1, 0], [0, 0, 1, 0, 1]]
+    ones = load_chexpert(path, tmp_path, uncertain={"Cardiomegaly": "ones",
+                                                    "Edema": "zeros"}, image_size=4)
+    assert ones.targets[:, 0].tolist() == [1, 0, 1] and ones.targets[:, 1].tolist() == [0, 0, 0]
+    every = load_chexpert(path, tmp_path, frontal_only=False, image_size=None)
+    assert len(every) == 4
+    x, _, _ = data.batch([2])
+    assert x.shape == (1, 4, 4) and np.allclose(x, 120 / 255, atol=0.02)
+    with pytest.raises(ValueError, match="uncertain\\['Edema'\\] = 'maybe'"):
+        load_chexpert(path, tmp_path, uncertain={"Edema": "maybe"})
+    path.write_text(path.read_text().replace("p3.jpg,F,Frontal,-1.0", "p3.jpg,F,Frontal,2.0"))
+    with pytest.raises(ValueError, match="row 5, column 'Cardiomegaly': received '2.0'"):
+        load_chexpert(path, tmp_path)
+
+
+MOLECULES = ["c1ccccc1C", "c1ccccc1O", "c1ccccc1N", "c1ccccc1CC", "C1CCCCC1C", "C1CCCCC1O",
+             "CCO", "CCN", "c1ccncc1", "c1ccoc1", "O=C1CCCN1"]
+
+
+def test_scaffold_split_keeps_scaffolds_apart_largest_to_train():
+    pytest.importorskip("rdkit")
+    train, val, test = scaffold_split(MOLECULES, validation_size=0.2, test_size=0.2)
+    scaffolds = murcko_scaffolds(MOLECULES)
+    seen = [{scaffolds[i] for i in part} for part in (train, val, test)]
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    assert sorted([*train, *val, *test]) == list(range(len(MOLECULES)))
+    # largest first: benzene (4 molecules), then of the two sets of 2 the one seen first
+    # (cyclohexane here, the acyclic one in the reversed list); singletons go to test
+    assert train.tolist() == [0, 1, 2, 3, 4, 5] and val.tolist() == [6, 7]
+    assert test.tolist() == [8, 9, 10]
+    assert [t.tolist() for t in scaffold_split(MOLECULES[::-1], validation_size=0.2,
+                                                test_size=0.2)][0] == [3, 4, 7, 8, 9, 10]
+    with pytest.raises(ValueError, match="validation_size \\+ test_size = 1.0"):
+        scaffold_split(MOLECULES, validation_size=0.5, test_size=0.5)
+
+
+def test_read_smiles_csv_labels_and_errors(tmp_path):
+    path = tmp_path / "mols.csv"
+    path.write_text("id,SMILES,a,b\n1,CCO,1,0\n2,CCN,,1\n")
+    smiles, labels = read_smiles_csv(path, smiles_column="SMILES", label_columns=["a", "b"])
+    assert smiles.tolist() == ["CCO", "CCN"]
+    assert np.array_equal(labels, [[1, 0], [np.nan, 1]], equal_nan=True)
+    with pytest.raises(ValueError, match="column 'smiles' is not in"):
+        read_smiles_csv(path)
+    path.write_text("smiles,label\nCCO,yes\n")
+    with pytest.raises(ValueError, match="row 2, column 'label': received 'yes'"):
+        read_smiles_csv(path)
