@@ -51,22 +51,44 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: The data kinds of learning to rank (``task: ranking``); the others are binary tasks.
+RANKING_DATA = ("movielens", "letor")
+#: Kinds read from files the recipe names (``data.path``).
+_FILE_DATA = ("csv", "image_folder", "smiles_csv", "medmnist", "chexpert")
+_IMAGE_DATA = ("image_folder", "chexpert")
+
+
 class DataSection(_Section):
     """Which data set, how it is made binary and imbalanced, and how it is split.
 
     ``imratio`` subsamples the positives of the **training** split only (validation and
     test keep the natural ratio); ``limit`` keeps a random subset of that many examples
-    (tests, smoke runs). ``tox21``: one ``task`` of the 12 (molecules the assay did not
-    test are dropped), Morgan fingerprints of ``fingerprint_bits`` bits (RDKit).
+    (tests, smoke runs; users for movielens). ``tox21``: one ``task`` of the 12 (molecules
+    the assay did not test are dropped), Morgan fingerprints of ``fingerprint_bits`` bits
+    (RDKit). Files (``path``): ``csv`` (features and a 0/1 ``label_column``),
+    ``image_folder`` (class sub-folders; ``positive_classes`` names the positive ones),
+    ``smiles_csv`` (``smiles_column`` and a 0/1 ``label_column``, Morgan fingerprints,
+    ``split: scaffold`` by default), ``medmnist`` (its own train/val/test splits;
+    ``positive_classes`` by number), ``chexpert`` (a CheXpert CSV, ``task`` one of the five,
+    images under ``image_root``, ``uncertain`` per-task policy). Ranking: ``movielens``
+    (shipped, the paper's protocol) and ``letor`` (the shipped LightGBM set, or an svmlight
+    ``path`` with ``qid``).
     """
 
-    name: Literal["breast_cancer", "digits", "mnist_5k", "tox21", "csv"]
+    name: Literal["breast_cancer", "digits", "mnist_5k", "tox21", "csv", "image_folder",
+                  "smiles_csv", "medmnist", "chexpert", "movielens", "letor"]
     positive_class: int | None = Field(None, ge=0, le=9)
+    positive_classes: tuple[str, ...] | None = None
     task: str | None = None
     fingerprint_bits: int = Field(1024, ge=8)
     imratio: float | None = Field(None, gt=0, le=0.5)
     path: str | None = None
     label_column: str = "label"
+    smiles_column: str = "smiles"
+    split: Literal["random", "scaffold"] | None = None
+    image_size: int | None = Field(None, ge=1)
+    image_root: str | None = None
+    uncertain: dict[str, Literal["ones", "zeros"]] = Field(default_factory=dict)
     test_size: float = Field(0.3, gt=0, lt=1)
     validation_size: float = Field(0.2, ge=0, lt=1)
     standardize: bool = True
@@ -74,25 +96,51 @@ class DataSection(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> DataSection:
-        if self.name == "csv" and not self.path:
-            raise ValueError("data.path: received None; expected the CSV file's path with "
-                             "data.name 'csv'. Fix: set data.path: features.csv")
+        from xrisk.datasets import CHEXPERT_TASKS
+
+        if self.name in _FILE_DATA and not self.path:
+            raise ValueError(f"data.path: received None; expected the file's path with "
+                             f"data.name {self.name!r}. Fix: set data.path.")
         if self.name in ("digits", "mnist_5k") and self.positive_class is None:
             object.__setattr__(self, "positive_class", 0)
         if self.name not in ("digits", "mnist_5k") and self.positive_class is not None:
             raise ValueError(f"data.positive_class: received {self.positive_class} for data "
                              f"set {self.name!r}; it applies to digits and mnist_5k only. "
                              "Fix: remove data.positive_class.")
-        if self.name == "tox21":
+        if self.name == "image_folder" and not self.positive_classes:
+            raise ValueError("data.positive_classes: received None; expected the class "
+                             "folders labelled 1 with data.name 'image_folder'. Fix: e.g. "
+                             "positive_classes: [tumour].")
+        if self.positive_classes is not None and self.name not in ("image_folder",
+                                                                   "medmnist"):
+            raise ValueError(f"data.positive_classes: received {list(self.positive_classes)} "
+                             f"for data set {self.name!r}; it applies to image_folder and "
+                             "medmnist only. Fix: remove it.")
+        if self.split == "scaffold" and self.name != "smiles_csv":
+            raise ValueError(f"data.split: received 'scaffold' for data set {self.name!r}; "
+                             "expected 'random' (scaffolds need SMILES). Fix: use "
+                             "data.name smiles_csv or drop data.split.")
+        if self.split is None:
+            object.__setattr__(self, "split",
+                               "scaffold" if self.name == "smiles_csv" else "random")
+        if self.name in _IMAGE_DATA and self.image_size is None:
+            object.__setattr__(self, "image_size", 28)
+        for task in self.uncertain:
+            if self.name != "chexpert" or task not in CHEXPERT_TASKS:
+                raise ValueError(f"data.uncertain: received {task!r}; expected a CheXpert "
+                                 f"task of {list(CHEXPERT_TASKS)} with data.name chexpert. "
+                                 "Fix: correct or remove it.")
+        tasks = {"tox21": TOX21_TASKS, "chexpert": CHEXPERT_TASKS}.get(self.name)
+        if tasks is not None:
             if self.task is None:
-                object.__setattr__(self, "task", TOX21_TASKS[0])
-            elif self.task not in TOX21_TASKS:
+                object.__setattr__(self, "task", tasks[0])
+            elif self.task not in tasks:
                 raise ValueError(f"data.task: received {self.task!r}; expected one of "
-                                 f"{list(TOX21_TASKS)}{_did_you_mean(self.task, TOX21_TASKS)}"
-                                 ". Fix: name a Tox21 task.")
+                                 f"{list(tasks)}{_did_you_mean(self.task, tasks)}"
+                                 f". Fix: name a {self.name} task.")
         elif self.task is not None:
             raise ValueError(f"data.task: received {self.task!r} for data set {self.name!r}; "
-                             "it applies to tox21 only. Fix: remove data.task.")
+                             "it applies to tox21 only and to chexpert. Fix: remove data.task.")
         return self
 
 
