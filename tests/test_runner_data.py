@@ -175,3 +175,116 @@ def test_read_smiles_csv_labels_and_errors(tmp_path):
     path.write_text("smiles,label\nCCO,yes\n")
     with pytest.raises(ValueError, match="row 2, column 'label': received 'yes'"):
         read_smiles_csv(path)
+
+
+# -- the runner's data kinds ----------------------------------------------------------------
+def _splits(data: dict, seed: int = 0):
+    pytest.importorskip("pydantic")
+    from xrisk.runner.data import load_splits
+    from xrisk.runner.recipe import parse_recipe
+
+    recipe = parse_recipe({"data": data, "method": "ce"})
+    return recipe, load_splits(recipe.data, seed=seed, dtype="float64")
+
+
+def test_runner_image_folder_imratio_on_training_only(tmp_path):
+    root = _image_folder(tmp_path, {"ok": 40, "sick": 24}, size=5)
+    recipe, s = _splits({"name": "image_folder", "path": str(root), "positive_classes": ["sick"],
+                         "image_size": 4, "imratio": 0.1, "standardize": False})
+    assert recipe.data.split == "random"
+    assert s.x_train.shape[1] == 16 and s.x_test.shape[1] == 16
+    assert s.y_train.mean() == pytest.approx(0.1, abs=0.03)
+    # validation and test keep the folder's ratio (24 / 64), stratified
+    for y in (s.y_val, s.y_test):
+        assert y.mean() == pytest.approx(24 / 64, abs=0.05)
+    assert s.x_train.min() >= 0 and s.x_train.max() <= 1  # pixels, read from the files
+
+
+def test_runner_smiles_csv_scaffold_split(tmp_path):
+    pytest.importorskip("rdkit")
+    rows = ["smiles,active"]
+    rings = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCNCC1", "c1ccoc1", "C1CCOC1", "c1ccsc1"]
+    for r, ring in enumerate(rings):
+        for tail in ("C", "O", "N", "CC", "CO", "CN")[: 6 - r % 3]:
+            rows.append(f"{ring}{tail},{int(tail in ('O', 'CO'))}")
+    rows.append("not-a-smiles,1")
+    path = tmp_path / "mols.csv"
+    path.write_text("\n".join(rows) + "\n")
+    recipe, s = _splits({"name": "smiles_csv", "path": str(path), "label_column": "active",
+                         "fingerprint_bits": 64, "test_size": 0.2, "validation_size": 0.2,
+                         "standardize": False})
+    assert recipe.data.split == "scaffold"
+    assert s.x_train.shape[1] == 64 and set(np.unique(s.x_train)) <= {0.0, 1.0}
+    assert s.y_train.size + s.y_val.size + s.y_test.size == len(rows) - 2  # one unparsable
+
+    def scaffolds(x: np.ndarray) -> set[bytes]:
+        return {row.tobytes() for row in x}
+
+    # no molecule of the test split shares a fingerprint-identical scaffold with training:
+    # the split is by scaffold, so each split's rows come from distinct ring systems
+    from xrisk.datasets import morgan_fingerprints, murcko_scaffolds
+
+    smiles = np.array([line.split(",")[0] for line in rows[1:-1]])
+    bits, _ = morgan_fingerprints(smiles, num_bits=64)
+    ring_of = dict(zip((b.tobytes() for b in bits.astype(np.float64)), murcko_scaffolds(smiles)))
+    train_rings = {ring_of[k] for k in scaffolds(s.x_train)}
+    test_rings = {ring_of[k] for k in scaffolds(s.x_test)}
+    assert train_rings and test_rings and not train_rings & test_rings
+    _, again = _splits({"name": "smiles_csv", "path": str(path), "label_column": "active",
+                        "fingerprint_bits": 64, "test_size": 0.2, "validation_size": 0.2,
+                        "standardize": False}, seed=5)
+    assert np.array_equal(again.x_test, s.x_test)  # deterministic: no seed involved
+
+
+def test_runner_medmnist_uses_the_files_splits(tmp_path):
+    rng = np.random.default_rng(1)
+    arrays = {}
+    for split, n in (("train", 30), ("val", 10), ("test", 12)):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (n, 3, 3), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(n) % 3).reshape(n, 1)
+    np.savez(tmp_path / "m.npz", **arrays)
+    _, s = _splits({"name": "medmnist", "path": str(tmp_path / "m.npz"),
+                    "positive_classes": ["2"], "standardize": False})
+    assert (s.y_train.size, s.y_val.size, s.y_test.size) == (30, 10, 12)
+    assert np.allclose(s.x_test * 255, arrays["test_images"].reshape(12, 9))
+    assert s.y_test.tolist() == [int(i % 3 == 2) for i in range(12)]
+    from xrisk.runner.recipe import RecipeError
+
+    with pytest.raises(ValueError, match="expected a binary task"):
+        _splits({"name": "medmnist", "path": str(tmp_path / "m.npz")})
+    with pytest.raises(RecipeError, match="data.split: received 'scaffold'"):
+        _splits({"name": "medmnist", "path": "m.npz", "split": "scaffold"})
+
+
+def test_runner_chexpert_task_column(tmp_path):
+    path = _chexpert(tmp_path)
+    text = path.read_text().splitlines()
+    path.write_text("\n".join([text[0], *text[1:] * 10]) + "\n")  # 30 frontal rows
+    for i in range(4):
+        PIL.new("L", (10, 8), 40 * i).save(tmp_path / f"p{i}.jpg")
+    recipe, s = _splits({"name": "chexpert", "path": str(path), "image_root": str(tmp_path),
+                         "task": "Consolidation", "image_size": 3, "test_size": 0.3,
+                         "validation_size": 0.2, "standardize": False})
+    assert s.x_train.shape[1] == 9
+    y = np.concatenate([s.y_train, s.y_val, s.y_test])
+    assert y.sum() == 10 and y.size == 30  # Consolidation: 1 on row p3 only (-1 -> 0)
+    from xrisk.runner.recipe import RecipeError
+
+    with pytest.raises(RecipeError, match="data.task: received 'Edemma'.*did you mean 'Edema'"):
+        _splits({"name": "chexpert", "path": str(path), "task": "Edemma"})
+    with pytest.raises(RecipeError, match="data.positive_classes: received None"):
+        _splits({"name": "image_folder", "path": str(tmp_path)})
+
+
+def test_runner_trains_on_an_image_folder(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    from xrisk.runner import train
+
+    root = _image_folder(tmp_path / "images", {"ok": 30, "sick": 20}, size=5)
+    results = train({"name": "img", "method": "pesg", "epochs": 2, "dtype": "float64",
+                     "data": {"name": "image_folder", "path": str(root),
+                              "positive_classes": ["sick"], "image_size": 4},
+                     "model": {"hidden": [4]}, "sampler": {"batch_size": 8}},
+                    tmp_path / "run", progress=False)
+    assert len(results[0].history) == 2 and "auroc" in results[0].test

@@ -83,8 +83,26 @@ def read_csv_features(path: str | Path, label_column: str) -> tuple[np.ndarray, 
     return np.delete(values, label_at, axis=1), y.astype(np.int64)
 
 
-def _raw(section: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Features and 0/1 labels; for tox21 the SMILES (featurised after ``limit``)."""
+def _labels_of(section: Any, labels: np.ndarray, path: Any) -> np.ndarray:
+    """The 0/1 labels of a one-column label matrix (missing labels are an error here)."""
+    column = labels[:, 0]
+    if np.isnan(column).any():
+        raise ValueError(f"{path}, column {section.label_column!r}: "
+                         f"{int(np.isnan(column).sum())} empty labels; expected 0 or 1 in "
+                         "every row. Fix: drop the rows without a label.")
+    return column.astype(np.int64)
+
+
+def _images(dataset: Any, rows: np.ndarray | None) -> np.ndarray:
+    """Read the images of a lazily reading dataset (``rows`` only), flattened (N, H*W...)."""
+    index = np.arange(len(dataset)) if rows is None else rows
+    x, _, _ = dataset.batch(index)
+    return np.asarray(x, dtype=np.float64).reshape(len(index), -1)
+
+
+def _raw(section: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Features (or SMILES, featurised after ``limit``) and 0/1 labels; files with many
+    examples (images) are read after ``limit`` chose the rows."""
     from xrisk import datasets
 
     if section.name == "tox21":
@@ -92,6 +110,11 @@ def _raw(section: Any) -> tuple[np.ndarray, np.ndarray]:
         column = labels[:, datasets.TOX21_TASKS.index(section.task)]
         tested = ~np.isnan(column)
         return smiles[tested], column[tested].astype(np.int64)
+    if section.name == "smiles_csv":
+        smiles, labels = datasets.read_smiles_csv(section.path,
+                                                  smiles_column=section.smiles_column,
+                                                  label_columns=[section.label_column])
+        return smiles, _labels_of(section, labels, section.path)
     if section.name == "breast_cancer":
         return datasets.load_breast_cancer()
     if section.name == "digits":
@@ -99,26 +122,56 @@ def _raw(section: Any) -> tuple[np.ndarray, np.ndarray]:
     if section.name == "mnist_5k":
         x, y = datasets.load_mnist_5k(positive_class=section.positive_class, seed=0)
         return x.reshape(len(x), -1), y
+    if section.name in ("image_folder", "chexpert"):
+        if section.name == "image_folder":
+            dataset = datasets.binary_image_folder(
+                section.path, list(section.positive_classes), image_size=section.image_size,
+                grayscale=True)
+            y = dataset.targets
+        else:
+            dataset = datasets.load_chexpert(section.path, section.image_root or "",
+                                             uncertain=dict(section.uncertain),
+                                             image_size=section.image_size)
+            y = dataset.targets[:, datasets.CHEXPERT_TASKS.index(section.task)]
+        rows = _limited(section, y.size, seed)
+        return _images(dataset, rows), (y if rows is None else y[rows]).astype(np.int64)
     return read_csv_features(section.path, section.label_column)
 
 
-def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
-    """Split ``section``'s data set (stratified, from ``seed``): test, then validation from
-    the rest; subsample the training positives to ``imratio``; standardize with the
-    training split's statistics; cast to ``dtype``."""
+def _limited(section: Any, count: int, seed: int) -> np.ndarray | None:
+    """The rows ``limit`` keeps (a seeded random subset), or None for all."""
+    if section.limit is None or section.limit >= count:
+        return None
+    return np.random.default_rng(seed).permutation(count)[: section.limit]
+
+
+def _medmnist(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The file's own train, val and test splits (``limit`` applies to each)."""
+    from xrisk.datasets import load_medmnist_npz
+
+    positive = None if section.positive_classes is None else [
+        int(c) for c in section.positive_classes]
+    out = []
+    for split in ("train", "val", "test"):
+        x, y = load_medmnist_npz(section.path, split, positive_classes=positive)
+        if y.ndim != 1 or not np.isin(y, (0, 1)).all():
+            raise ValueError(f"data.positive_classes: the {split} labels of {section.path} "
+                             f"hold the classes {np.unique(y).tolist()[:10]}; expected a "
+                             "binary task. Fix: name the positive classes, e.g. "
+                             "positive_classes: ['1'].")
+        rows = _limited(section, y.size, seed)
+        if rows is not None:
+            x, y = x[rows], y[rows]
+        out.append((x.reshape(len(x), -1).astype(np.float64), y.astype(np.int64)))
+    return out
+
+
+def _split(section: Any, x: np.ndarray, y: np.ndarray, seed: int
+           ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Train, validation and test: stratified random, test first, then validation from
+    the rest."""
     from sklearn.model_selection import train_test_split
 
-    from xrisk.datasets import ImbalancedDataGenerator
-
-    x, y = _raw(section)
-    if section.limit is not None and section.limit < len(y):
-        order = np.random.default_rng(seed).permutation(len(y))[: section.limit]
-        x, y = x[order], y[order]
-    if section.name == "tox21":
-        from xrisk.datasets import morgan_fingerprints
-
-        x, parsed = morgan_fingerprints(x, num_bits=section.fingerprint_bits)
-        x, y = x[parsed].astype(np.float64), y[parsed]
     x_rest, x_test, y_rest, y_test = train_test_split(
         x, y, test_size=section.test_size, stratify=y, random_state=seed)
     if section.validation_size > 0:
@@ -128,6 +181,48 @@ def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
     else:
         x_train, y_train = x_rest, y_rest
         x_val, y_val = x_rest[:0], y_rest[:0]
+    return [(x_train, y_train), (x_val, y_val), (x_test, y_test)]
+
+
+def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
+    """Split ``section``'s data set (stratified, from ``seed``; the scaffold split for
+    SMILES; MedMNIST's own splits): test, then validation from the rest; subsample the
+    training positives to ``imratio``; standardize with the training split's statistics;
+    cast to ``dtype``."""
+    from xrisk.datasets import ImbalancedDataGenerator
+
+    if section.name in ("movielens", "letor"):
+        raise ValueError(f"data.name: {section.name!r} is a ranking data set; expected a "
+                         "binary one here. Fix: train it with task: ranking (the default "
+                         "for this data).")
+    if section.name == "medmnist":
+        parts = _medmnist(section, seed)
+    else:
+        x, y = _raw(section, seed)
+        if section.name not in ("image_folder", "chexpert"):  # those were limited on read
+            rows = _limited(section, y.size, seed)
+            if rows is not None:
+                x, y = x[rows], y[rows]
+        if section.name in ("tox21", "smiles_csv"):
+            from xrisk.datasets import morgan_fingerprints
+
+            smiles = x
+            x, parsed = morgan_fingerprints(smiles, num_bits=section.fingerprint_bits)
+            x, y, smiles = x[parsed].astype(np.float64), y[parsed], smiles[parsed]
+            if section.split == "scaffold":
+                from xrisk.datasets import scaffold_split
+
+                # validation_size is a share of what the test split leaves, as for the
+                # random split
+                rows_of = scaffold_split(smiles, test_size=section.test_size,
+                                         validation_size=section.validation_size
+                                         * (1 - section.test_size))
+                parts = [(x[r], y[r]) for r in rows_of]
+            else:
+                parts = _split(section, x, y, seed)
+        else:
+            parts = _split(section, x, y, seed)
+    (x_train, y_train), (x_val, y_val), (x_test, y_test) = parts
     if section.imratio is not None and y_train.mean() > section.imratio:
         x_train, y_train = ImbalancedDataGenerator(section.imratio, seed=seed).transform(
             x_train, y_train)
