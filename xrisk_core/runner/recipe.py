@@ -41,6 +41,10 @@ FRAMEWORKS = ("torch", "tensorflow", "jax")
 BINARY_LOSSES = tuple(name for name in (
     "CrossEntropyLoss", "FocalLoss", "AUCMLoss", "CompositionalAUCLoss", "PairwiseAUCLoss",
     "APLoss", "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss"))
+#: The losses of ``task: ranking`` (CrossEntropyLoss: pointwise, rated items against 1).
+RANKING_LOSSES = ("NDCGLoss", "ListwiseCELoss", "CrossEntropyLoss")
+#: Metrics of ranking runs: ``<name>@<K>`` per query, averaged over queries.
+RANKING_METRICS = ("ndcg", "map", "precision", "recall")
 
 
 class RecipeError(ValueError):
@@ -174,11 +178,19 @@ class OptimizerSection(_Section):
 
 
 class SamplerSection(_Section):
-    """``dual``: a fixed share ``sampling_rate`` of positives in each batch; ``random``."""
+    """``dual``: a fixed share ``sampling_rate`` of positives in each batch; ``random``.
 
-    name: Literal["dual", "random"] = "dual"
+    ``tri`` (ranking): each batch holds ``num_queries`` queries, each with ``num_pos`` rated
+    items and ``num_neg`` unrated ones (:class:`xrisk.samplers.TriSampler`, ranking mode);
+    ``batch_size`` is not used.
+    """
+
+    name: Literal["dual", "random", "tri"] = "dual"
     batch_size: int = Field(64, ge=2)
     sampling_rate: float = Field(0.25, gt=0, lt=1)
+    num_queries: int = Field(32, ge=1)
+    num_pos: int = Field(10, ge=1)
+    num_neg: int = Field(100, ge=1)
 
 
 class ScheduleSection(_Section):
@@ -232,7 +244,14 @@ class EvaluationSection(_Section):
 
 
 def _check_metric(name: str) -> None:
+    head, at, k = name.partition("@")
+    if at and head in RANKING_METRICS and k.isdigit() and int(k) >= 1:
+        return
     allowed = tuple(m for m in METRIC_NAMES if "@" not in m)  # classification metrics
+    if at:
+        raise ValueError(f"{name!r} is not a metric; expected a ranking metric <name>@<K> "
+                         f"with <name> one of {list(RANKING_METRICS)} and K >= 1, e.g. "
+                         "ndcg@10, or one of " + str(list(allowed)))
     if name not in allowed:
         raise ValueError(f"{name!r} is not a metric; expected one of {list(allowed)}"
                          + _did_you_mean(name, allowed))
@@ -243,6 +262,7 @@ class Recipe(_Section):
 
     name: str = "run"
     method: str | None = None
+    task: Literal["binary", "ranking"] | None = None
     framework: Literal["torch", "tensorflow", "jax"] = "torch"
     dtype: Literal["float32", "float64"] = "float32"
     seeds: tuple[int, ...] = (0,)
@@ -275,6 +295,30 @@ class Recipe(_Section):
             raise ValueError("expected distinct seeds >= 0")
         return value
 
+    @model_validator(mode="after")
+    def _task(self) -> Recipe:
+        task = "ranking" if self.data.name in RANKING_DATA else "binary"
+        if self.task is None:
+            object.__setattr__(self, "task", task)
+        elif self.task != task:
+            raise ValueError(f"task: received {self.task!r} with data.name "
+                             f"{self.data.name!r}; expected {task!r} (ranking data: "
+                             f"{list(RANKING_DATA)}). Fix: remove task, or name other data.")
+        ranking = self.task == "ranking"
+        for name in (*self.evaluation.metrics, *([self.evaluation.target]
+                                                 if self.evaluation.target else [])):
+            if ("@" in name) != ranking:
+                raise ValueError(
+                    f"evaluation.metrics: received {name!r} for a {self.task} task; expected "
+                    + ("ranking metrics such as ndcg@10" if ranking else
+                       "classification metrics such as auroc") + ". Fix: correct "
+                    "evaluation.metrics / evaluation.target.")
+        if (self.sampler.name == "tri") != ranking:
+            raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
+                             "task; expected " + ("'tri'" if ranking else "'dual' or 'random'")
+                             + ". Fix: set sampler.name accordingly.")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
         return self.model_dump(mode="json")
@@ -282,7 +326,7 @@ class Recipe(_Section):
     @property
     def metric(self) -> str:
         """The metric early stopping and comparisons watch."""
-        return self.evaluation.target or "auroc"
+        return self.evaluation.target or ("ndcg@10" if self.task == "ranking" else "auroc")
 
 
 def _did_you_mean(name: str, allowed: Sequence[str]) -> str:
@@ -307,6 +351,15 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
                         "of the table (xrisk methods lists them) or give loss and optimizer.")
         return
     row = METHODS[method]
+    data = raw.get("data")
+    task = "ranking" if isinstance(data, Mapping) and data.get("name") in RANKING_DATA \
+        else "binary"
+    if row.task != task:
+        same = sorted(name for name, other in METHODS.items() if other.task == task)
+        problems.append(f"method: received {method!r}, a {row.task} method, with {task} data "
+                        f"({data.get('name') if isinstance(data, Mapping) else data!r}); "
+                        f"expected one of {same}. Fix: name a {task} method.")
+        return
     values = defaults(method)
     for part, cls_name in (("loss", row.loss), ("optimizer", row.optimizer)):
         given = raw.get(part) or {}
@@ -324,19 +377,23 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
     raw["evaluation"] = evaluation
 
 
-def _check_class_options(sections: Mapping[str, Any], problems: list[str]) -> None:
-    """Loss and optimizer: known names, known options, values the class accepts."""
+def _check_class_options(sections: Mapping[str, Any], problems: list[str], *,
+                         ranking: bool = False) -> None:
+    """Loss and optimizer: known names, known options, values the class accepts (the
+    losses of the task: binary classification or ``ranking``)."""
     built: dict[str, Any] = {}
     for part, registry in (("loss", xrisk.LOSSES), ("optimizer", xrisk.OPTIMIZERS)):
         section = sections.get(part)
         if section is None:
             continue
-        allowed = BINARY_LOSSES if part == "loss" else tuple(registry)
+        losses = RANKING_LOSSES if ranking else BINARY_LOSSES
+        allowed = losses if part == "loss" else tuple(registry)
         if section.name not in allowed:
+            task = "learning-to-rank" if ranking else "binary-classification"
             problems.append(
                 f"{part}.name: received {section.name!r}; expected one of {list(allowed)}"
-                f"{_did_you_mean(section.name, allowed)}. Fix: name a binary-classification "
-                f"{part} (the runner trains binary classifiers in this version).")
+                f"{_did_you_mean(section.name, allowed)}. Fix: name a {task} {part} (the "
+                "runner trains binary classifiers and rankers in this version).")
             continue
         cls = registry[section.name]
         parameters = inspect.signature(cls).parameters
@@ -351,8 +408,11 @@ def _check_class_options(sections: Mapping[str, Any], problems: list[str]) -> No
             continue
         options = {k: v for k, v in section.options.items() if v is not None
                    or parameters[k].default is None}
-        if part == "loss" and "num_samples" in parameters:
-            options["num_samples"] = 8
+        # sizes the data gives at run time; placeholders to check the other options
+        for name, size in (("num_samples", 8), ("num_interactions", 8), ("num_queries", 2),
+                           ("num_items", 4)):
+            if part == "loss" and name in parameters:
+                options[name] = size
         if part == "optimizer" and "loss_fn" in parameters:
             if "loss" not in built:
                 continue  # the loss's own problem is reported
@@ -419,6 +479,11 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
                           "mapping of sections (data:, method:, ...). Fix: see docs/runner.md.")
     data = copy.deepcopy(dict(raw))
     problems: list[str] = []
+    ranking = isinstance(data.get("data"), Mapping) and data["data"].get("name") in RANKING_DATA
+    if ranking:  # a ranking run's defaults: TriSampler batches, NDCG@K
+        data["sampler"] = {"name": "tri", **(data.get("sampler") or {})}
+        data["evaluation"] = {"metrics": ["ndcg@5", "ndcg@10"],
+                              **(data.get("evaluation") or {})}
     _fill_method(data, problems)
     if problems:
         raise RecipeError(_format(problems))
@@ -426,9 +491,11 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
         recipe = Recipe.model_validate(data)
     except pydantic.ValidationError as error:
         problems = _pydantic_problems(error)
-        _check_class_options(_valid_sections(data), problems)  # report those too
+        _check_class_options(_valid_sections(data), problems,  # report those too
+                             ranking=ranking)
         raise RecipeError(_format(problems)) from None
-    _check_class_options({"loss": recipe.loss, "optimizer": recipe.optimizer}, problems)
+    _check_class_options({"loss": recipe.loss, "optimizer": recipe.optimizer}, problems,
+                         ranking=recipe.task == "ranking")
     if recipe.sampler.batch_size > 0 and recipe.schedule.warmup_epochs >= recipe.epochs:
         problems.append(
             f"schedule.warmup_epochs: received {recipe.schedule.warmup_epochs} with epochs "
