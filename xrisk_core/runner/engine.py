@@ -240,6 +240,11 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     ``on_batch(epoch, batch, loss)`` runs after every step; ``on_epoch(epoch, row)`` after
     every epoch's evaluation (``xrisk tune`` prunes there by raising).
     """
+    if recipe.task == "ranking":
+        from .ranking import run_ranking_seed
+
+        return run_ranking_seed(recipe, seed, run_dir, resume=resume, progress=progress,
+                                on_batch=on_batch, on_epoch=on_epoch)
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints = run_dir / "checkpoints"
     if not resume and latest_checkpoint(checkpoints) is not None:
