@@ -33,9 +33,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from .._config import Configured
+from .._registry import register
 from ..backends import backend_of
 
 __all__ = [
+    "OPTIMIZERS",
     "Rates",
     "SlotSpec",
     "OptimizerState",
@@ -46,8 +48,6 @@ __all__ = [
     "reset_reference",
     "update_lr",
     "update_regularizer",
-    "check_foreign_arguments",
-    "refuse_foreign_arguments",
 ]
 
 Array = Any
@@ -391,8 +391,14 @@ def _rule_doc(cls: type[Configured]) -> str:
     return f"{head.rstrip()}\n\n{section}\n{rest.rstrip()}\n"
 
 
+#: Every optimizer rule, by public class name (LibAUC's names), in the order of definition
+#: (filled by :meth:`UpdateRule.__init_subclass__`, see :mod:`xrisk._registry`).
+OPTIMIZERS: dict[str, type[UpdateRule]] = {}
+
+
 class UpdateRule(Configured):
-    """Base of every optimizer rule; see the module docstring for the protocol."""
+    """Base of every optimizer rule; see the module docstring for the protocol. A public
+    subclass enters :data:`OPTIMIZERS` as it is defined."""
 
     #: The NamedTuple of one parameter's slots.
     slots_type: ClassVar[type] = ClippedSlots
@@ -406,6 +412,7 @@ class UpdateRule(Configured):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        register(OPTIMIZERS, cls)
         if "__init__" in cls.__dict__:
             cls.__init__ = refuse_foreign_arguments(cls.__init__)  # type: ignore[method-assign]
             cls.__doc__ = _rule_doc(cls)
