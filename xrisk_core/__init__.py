@@ -13,7 +13,7 @@ True
 """
 
 from . import backends, losses, optim, surrogates
-from ._validation import CHECK_MODES, InputWarning, StateCastWarning, get_checks, set_checks
+from ._check_mode import CHECK_MODES, InputWarning, StateCastWarning, get_checks, set_checks
 
 # Every loss and optimizer, by its module's __all__ (star imports from the modules themselves:
 # mypy follows one star import, not a chain of them). A new module adds its line here and in

@@ -39,6 +39,7 @@ from .._config import Configured
 from .._domain import Domain, Relation, Size
 from .._registry import register
 from .._state import StateTable, allocate_state, axis_size, write_rows
+from .._typing import Array
 from ..backends import backend_of
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "ROLES",
 ]
 
-Array = Any
 
 #: What each input kind means; the value checks of :mod:`xrisk._validation` follow it.
 INPUT_KINDS = {

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
 from .._state import StateTable
+from .._typing import Array
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
 from .ap import APLoss
@@ -44,7 +45,6 @@ __all__ = [
     "meanAveragePrecisionLoss",
 ]
 
-Array = Any
 
 
 class _MultiLabelLoss(LossDefinition):

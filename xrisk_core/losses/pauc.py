@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, cast
 from .._domain import REAL, UNIT_INTERVAL
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, StateTable
+from .._typing import Array
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import LOSSES, Step
@@ -45,7 +46,6 @@ __all__ = [
     "tpAUC_CVaR_State",
 ]
 
-Array = Any
 
 
 # --------------------------------------------------------------------------- shared math
