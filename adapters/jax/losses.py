@@ -4,8 +4,8 @@
 static), ``jax.grad(..., has_aux=True)`` and ``donate_argnums`` on the state, whose rows are
 written with ``.at[].set`` and updated in place by XLA when the buffer is donated.
 :class:`StatefulLoss` keeps the state for eager use. Each class below only fixes its
-constructor signature and its examples; :class:`XRiskLoss` reads the rest from the core
-definition's declarations.
+constructor signature and its examples (written by ``tools/generate_adapters.py`` from the
+core signatures); :class:`XRiskLoss` reads the rest from the core definition's declarations.
 
 Bad batches: concrete CPU arrays are checked on the host and raise; inside a jitted or
 differentiated step the checks run in the graph, and a bad batch returns a NaN loss and leaves
@@ -31,15 +31,16 @@ from jax.experimental import checkify
 
 import xrisk
 from xrisk import LossDefinition
-from xrisk._adapter_support import (
+from xrisk.adapter_api import (
     checked_state_arrays,
     compose_doc,
     definition_attribute,
     dtype_name,
     exported_state,
+    guard_init,
     refuse_assignment,
 )
-from xrisk._libauc_names import guard_init
+from xrisk.backends.jax import functional_checks
 from xrisk.losses import NO_PARAMS
 from xrisk.losses.midam import midam_class
 from xrisk.losses.pauc import pauc_class
@@ -181,7 +182,7 @@ class XRiskLoss:
 
         The export must name this loss and its meaning-giving hyper-parameters (its
         ``"__xrisk__"`` metadata), and every entry is checked first (keys, shapes, values in
-        their declared domains; see :func:`xrisk._adapter_support.checked_state_arrays`); a
+        their declared domains; see :func:`xrisk.adapter_api.checked_state_arrays`); a
         float export of more precision than the loss is rounded with a
         :class:`xrisk.StateCastWarning`. ``reinterpret=True`` loads the arrays of another
         loss's export (or of an export without metadata whose layout several losses share,
@@ -213,8 +214,16 @@ class XRiskLoss:
             def run(state: Any, params: Any, inputs: tuple) -> tuple[jax.Array, Any]:
                 return definition.apply(state, *inputs, params=params)
 
-            step = jax.jit(checkify.checkify(run) if mode == "raise" else run,
-                           donate_argnums=0)
+            if mode == "raise":  # the failed checks come back as checkify's error value
+                checkified = checkify.checkify(run)
+
+                def run_checked(state: Any, params: Any, inputs: tuple) -> Any:
+                    with functional_checks():  # read while jit traces
+                        return checkified(state, params, inputs)
+
+                step = jax.jit(run_checked, donate_argnums=0)
+            else:
+                step = jax.jit(run, donate_argnums=0)
             self._steps[mode] = step
         return step, mode
 
@@ -312,7 +321,8 @@ def checked(fn: Callable, **jit_options: Any) -> Callable:
     checkified = checkify.checkify(fn)
 
     def traced(*args: Any, **kwargs: Any) -> Any:
-        with xrisk.set_checks("raise"):  # read while jit traces, then compiled in
+        # Both are read while jit traces, then compiled in: the checks raise, as checkify's.
+        with xrisk.set_checks("raise"), functional_checks():
             return checkified(*args, **kwargs)
 
     compiled = jax.jit(traced, **jit_options)

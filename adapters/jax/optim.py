@@ -37,9 +37,8 @@ import jax
 import optax
 
 import xrisk
-from xrisk._adapter_support import compose_doc
+from xrisk.adapter_api import compose_doc, refuse_foreign_arguments
 from xrisk.optim import OptimizerState, UpdateRule, update_lr, update_regularizer
-from xrisk.optim._rule import refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 

@@ -4,8 +4,8 @@ State is held in non-trainable ``tf.Variable``\\ s and trainable auxiliaries (AU
 in trainable ones, all created at construction (never inside ``tf.function``). A call runs the
 core's pure ``apply``; the TensorFlow backend scatters the new rows into the variables in
 place (O(batch)), eagerly or inside ``tf.function``. Each class below only fixes its
-constructor signature and its examples; :class:`XRiskLoss` reads the rest from the core
-definition's declarations.
+constructor signature and its examples (written by ``tools/generate_adapters.py`` from the
+core signatures); :class:`XRiskLoss` reads the rest from the core definition's declarations.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import tensorflow as tf
 
 import xrisk
 from xrisk import LossDefinition
-from xrisk._adapter_support import (
+from xrisk.adapter_api import (
     LossContainer,
     checked_state_arrays,
     compose_doc,
     definition_attribute,
     dtype_name,
     exported_state,
+    guard_init,
     refuse_assignment,
 )
-from xrisk._libauc_names import guard_init
 from xrisk.losses.midam import midam_class
 from xrisk.losses.pauc import pauc_class
 
@@ -136,7 +136,7 @@ class XRiskLoss(LossContainer, tf.Module):
 
         The export must name this loss and its meaning-giving hyper-parameters (its
         ``"__xrisk__"`` metadata), and every entry is checked first (keys, shapes, values in
-        their declared domains; see :func:`xrisk._adapter_support.checked_state_arrays`); a
+        their declared domains; see :func:`xrisk.adapter_api.checked_state_arrays`); a
         float export of more precision than the loss is rounded with a
         :class:`xrisk.StateCastWarning`. ``reinterpret=True`` loads the arrays of another
         loss's export (or of an export without metadata whose layout several losses share,

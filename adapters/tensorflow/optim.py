@@ -52,9 +52,8 @@ import keras
 import tensorflow as tf
 
 import xrisk
-from xrisk._adapter_support import compose_doc
+from xrisk.adapter_api import check_interval, compose_doc, refuse_foreign_arguments
 from xrisk.optim import Rates, UpdateRule, reset_reference
-from xrisk.optim._rule import check_number, refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
@@ -200,7 +199,7 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
     # -- LibAUC's schedule hooks ------------------------------------------------------------
     def update_lr(self, decay_factor: float) -> None:
         """Divide the learning rate(s) by ``decay_factor``."""
-        factor = check_number(f"{self.name}.update_lr", "decay_factor", decay_factor,
+        factor = check_interval(f"{self.name}.update_lr", "decay_factor", decay_factor,
                               low=0.0, low_open=True,
                               fix="pass decay_factor > 0 (10 divides the learning rate by 10)")
         self._lr_divisor.assign(self._lr_divisor * factor)

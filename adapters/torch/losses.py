@@ -4,7 +4,8 @@ State lives in registered buffers and trainable auxiliaries (AUC-M's a, b, α) i
 ``nn.Parameter``\\ s, so ``state_dict()``, ``load_state_dict()``, ``.to(device)`` and DDP see
 them. A call runs the core's pure ``apply``; the torch backend writes the new rows into the
 buffers in place (O(batch)). Each class below only fixes its constructor signature and its
-examples: :class:`XRiskLoss` reads everything else from the core definition's declarations.
+examples (written by ``tools/generate_adapters.py`` from the core signatures):
+:class:`XRiskLoss` reads everything else from the core definition's declarations.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import xrisk
 from xrisk import LossDefinition
-from xrisk._adapter_support import (
+from xrisk.adapter_api import (
     METADATA_KEY,
     LossContainer,
     checked_state_arrays,
@@ -28,9 +29,9 @@ from xrisk._adapter_support import (
     definition_attribute,
     dtype_name,
     exported_state,
+    guard_init,
     refuse_assignment,
 )
-from xrisk._libauc_names import guard_init
 from xrisk.losses import NoParams
 from xrisk.losses.midam import midam_class
 from xrisk.losses.pauc import pauc_class
@@ -131,7 +132,7 @@ class XRiskLoss(LossContainer, nn.Module):
 
         The export must name this loss and its meaning-giving hyper-parameters (its
         ``"__xrisk__"`` metadata), and every entry is checked first (keys, shapes, values in
-        their declared domains; see :func:`xrisk._adapter_support.checked_state_arrays`); a
+        their declared domains; see :func:`xrisk.adapter_api.checked_state_arrays`); a
         float export of more precision than the loss is rounded with a
         :class:`xrisk.StateCastWarning`. ``reinterpret=True`` loads the arrays of another
         loss's export (or of an export without metadata whose layout several losses share,
@@ -181,7 +182,7 @@ class XRiskLoss(LossContainer, nn.Module):
         of :meth:`load_state`.
 
         The entries under ``prefix`` and the metadata ``prefix + "_extra_state"`` go through
-        :func:`xrisk._adapter_support.checked_state_arrays` first: a state dict of another
+        :func:`xrisk.adapter_api.checked_state_arrays` first: a state dict of another
         loss or of other meaning-giving hyper-parameters, a wrong shape or a value outside its
         declared domain is refused; a state dict without metadata (saved before xrisk wrote
         it) loads where ``load_state`` takes an export of format 0. torch then copies the

@@ -39,9 +39,9 @@ from typing import Any, ClassVar
 import torch
 
 import xrisk
-from xrisk._adapter_support import compose_doc
+from xrisk.adapter_api import check_interval, compose_doc, refuse_foreign_arguments
+from xrisk.adapter_api import namespace_of as _namespace
 from xrisk.optim import UpdateRule, reset_reference
-from xrisk.optim._rule import _namespace, check_number, refuse_foreign_arguments
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
@@ -133,7 +133,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
             raise TypeError(f"{owner}: unknown parameter-group keys {unknown}; expected keys "
                             f"among {list(allowed)}. Fix: spell the learning rate 'lr' and the "
                             "other hyper-parameters as in the constructor.")
-        check_number(owner, "lr", group.get("lr", self.defaults["lr"]), low=0.0)
+        check_interval(owner, "lr", group.get("lr", self.defaults["lr"]), low=0.0)
         rule = self._group_rule({**self.defaults, **group})
         params = group.get("params")
         params = [params] if isinstance(params, torch.Tensor) else list(params or [])
@@ -249,7 +249,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
     # -- LibAUC's schedule hooks ------------------------------------------------------------
     def update_lr(self, decay_factor: float) -> None:
         """Divide the learning rate(s) of every parameter group by ``decay_factor``."""
-        factor = check_number(f"{self.rule.name}.update_lr", "decay_factor", decay_factor,
+        factor = check_interval(f"{self.rule.name}.update_lr", "decay_factor", decay_factor,
                               low=0.0, low_open=True,
                               fix="pass decay_factor > 0 (10 divides the learning rate by 10)")
         for group in self.param_groups:
