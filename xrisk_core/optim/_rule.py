@@ -47,7 +47,6 @@ __all__ = [
     "UpdateRule",
     "ClippedRule",
     "ClippedSlots",
-    "REQUIRED",
     "ascent_step",
     "reset_reference",
     "update_lr",
