@@ -10,7 +10,9 @@ markers (the base classes, the front doors, the framework glue) is written by ha
 
 A class's docstring (its per-framework example, which ``tests/test_docstrings.py`` runs) is
 the one part of the generated section a person writes: the script keeps each class's
-docstring as it finds it and gives a new class a one-line placeholder to complete.
+docstring as it finds it and gives a new class a one-line placeholder to complete. Glue that
+one class needs in one framework (JAX's LARS is ``optax.lars`` itself) is a hand-written class
+``_<Name>Glue`` above the section: the generated class derives from it.
 
 Usage::
 
@@ -28,6 +30,7 @@ import difflib
 import inspect
 import sys
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,14 +155,20 @@ def state_updates(cls: type) -> list[tuple[str, Any]]:
             if getattr(member, "state_update", False)]
 
 
-def loss_class(cls: type, framework: Framework, docstring: str | None) -> list[str]:
+def bases(name: str, base: str, glue: Collection[str]) -> str:
+    """The generated class's bases: its hand-written glue class, if any, then ``base``."""
+    return ", ".join([*([f"_{name}Glue"] if f"_{name}Glue" in glue else []), base])
+
+
+def loss_class(cls: type, framework: Framework, docstring: str | None,
+               glue: Collection[str] = ()) -> list[str]:
     name = cls.__name__
     parameters = list(inspect.signature(cls).parameters.values())
     items = signature_items(parameters, framework)
     if "*" not in items:
         items.append("*")
     items += ["dtype: DType = None", "device: Device = None"]
-    lines = [f"class {name}(XRiskLoss):"]
+    lines = [f"class {name}({bases(name, 'XRiskLoss', glue)}):"]
     lines += docstring_block(docstring or
                              placeholder(f'{summary(cls).rstrip(".")}, as {framework.loss_noun}.'))
     lines += ["", f"    definition_type = xrisk.{name}",
@@ -192,13 +201,14 @@ def loss_class(cls: type, framework: Framework, docstring: str | None) -> list[s
     return lines
 
 
-def optimizer_class(cls: type, framework: Framework, docstring: str | None) -> list[str]:
+def optimizer_class(cls: type, framework: Framework, docstring: str | None,
+                    glue: Collection[str] = ()) -> list[str]:
     name = cls.__name__
     parameters = list(inspect.signature(cls).parameters.values())
     own = [p for p in parameters if p.name not in ADAPTER_ARGUMENTS]
     takes_loss = any(p.name == "loss_fn" for p in parameters)
     head = ["params: Params = None", *(["loss_fn: Loss = None"] if takes_loss else [])]
-    lines = [f"class {name}(XRiskOptimizer):"]
+    lines = [f"class {name}({bases(name, 'XRiskOptimizer', glue)}):"]
     lines += docstring_block(docstring or placeholder(
         f'{summary(cls).rstrip(".")}. As {framework.optimizer_noun}.'))
     lines += ["", f"    rule_type = xrisk.{name}", ""]
@@ -259,9 +269,10 @@ def render(text: str, kind: str, framework: Framework, path: Path | None = None)
 
     before, generated, after = split(text, path or Path(f"<{framework.name} {kind}>"))
     kept = docstrings(generated)
+    glue = {node.name for node in ast.parse(before).body if isinstance(node, ast.ClassDef)}
     registry = xrisk.LOSSES if kind == "losses" else xrisk.OPTIMIZERS
     build = loss_class if kind == "losses" else optimizer_class
-    blocks = ["\n".join(build(cls, framework, kept.get(cls.__name__)))
+    blocks = ["\n".join(build(cls, framework, kept.get(cls.__name__), glue))
               for cls in ordered(registry)]
     body = "\n\n\n".join(blocks)
     return f"{before}{BEGIN}\n\n{body}\n\n\n{END}\n{after}"
