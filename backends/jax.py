@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
-import sys
-from types import FrameType
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -82,7 +83,7 @@ def to_numpy(x: Any) -> np.ndarray:
 def assert_all(ok: Any, message: str, values: Any) -> None:
     """Raise unless ``ok`` is all true (the ``"raise"`` mode of ``xrisk.set_checks``).
 
-    Inside ``jax.experimental.checkify`` (``xrisk.jax.checked``) this is a ``checkify.check``:
+    Within :func:`functional_checks` (``xrisk.jax.checked``) this is a ``checkify.check``:
     the error comes back as a value with the step's outputs. Elsewhere — eagerly, under
     ``jax.grad`` or a plain ``jax.jit`` — a host callback raises while the step runs (under
     jit as a ``JaxRuntimeError`` carrying the message; a donated input is then lost).
@@ -90,7 +91,7 @@ def assert_all(ok: Any, message: str, values: Any) -> None:
     flat = namespace.reshape(ok, (-1,))
     first_bad = namespace.reshape(values, (-1,))[namespace.argmin(flat)]
     passed = namespace.all(flat)
-    if _inside_checkify():
+    if _FUNCTIONAL_CHECKS.get():
         from jax.experimental import checkify
 
         text = message.replace("{", "{{").replace("}", "}}") + " First offending value: {}."
@@ -104,11 +105,18 @@ def _raise_unless(message: str, passed: Any, first_bad: Any) -> None:
         raise ValueError(f"{message} First offending value: {np.ravel(first_bad)[0]}.")
 
 
-def _inside_checkify() -> bool:
-    """Whether checkify is tracing the caller (its checks are then functionalized)."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        if frame.f_globals.get("__name__", "").startswith("jax._src.checkify"):
-            return True
-        frame = frame.f_back
-    return False
+#: Whether failed checks are ``checkify.check`` (set by :func:`functional_checks`).
+_FUNCTIONAL_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "xrisk_jax_functional_checks", default=False)
+
+
+@contextlib.contextmanager
+def functional_checks() -> Iterator[None]:
+    """Within it, :func:`assert_all` emits ``checkify.check`` instead of a host callback: for
+    a step traced under ``jax.experimental.checkify`` (``xrisk.jax.checked`` traces its step
+    inside it), whose failed checks then come back as a value with the step's outputs."""
+    token = _FUNCTIONAL_CHECKS.set(True)
+    try:
+        yield
+    finally:
+        _FUNCTIONAL_CHECKS.reset(token)

@@ -24,6 +24,7 @@ from tests import _reference
 from xrisk._state import write_rows
 from xrisk.backends import get_backend
 from xrisk.losses import Input, LossDefinition, StateTable, Step
+from xrisk.losses.pauc import PAUC_MODES
 
 NUMPY = get_backend("numpy")
 
@@ -199,10 +200,10 @@ def test_keys_beyond_float32_precision_stay_distinct(framework, keys, negatives)
 
 
 def _pauc_losses():
-    yield from (xrisk.LOSSES[name](5) for name in (
-        "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss"))
-    yield from (xrisk.LOSSES["MultiLabelpAUCLoss"](2, 5, mode=mode)
-                for mode in ("SOPA", "SOPAs", "SOTAs", "STACO"))
+    """Every pAUC class (from the registry's modes), alone and per label."""
+    classes = list(dict.fromkeys(PAUC_MODES.values()))
+    yield from (cls(5) for cls in classes)
+    yield from (xrisk.LOSSES["MultiLabelpAUCLoss"](2, 5, mode=cls.modes[0]) for cls in classes)
 
 
 @pytest.mark.parametrize("definition", list(_pauc_losses()), ids=repr)

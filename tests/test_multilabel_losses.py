@@ -16,9 +16,12 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import xrisk
 import xrisk.torch as xt
+from xrisk.losses.pauc import PAUC_MODES
 
 K, N = 3, 8
-MODES = ("SOPA", "SOPAs", "SOTAs", "STACO")
+#: One mode per pAUC class (its first name: "SOPA", "SOPAs", "SOTAs", "STACO"), from the
+#: classes' own ``modes``.
+MODES = tuple(cls.modes[0] for cls in dict.fromkeys(PAUC_MODES.values()))
 
 
 def _definitions():

@@ -21,13 +21,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._typing import Array
+
 __all__ = [
     "Domain", "Relation", "Size", "RELATION_OPS",
     "REAL", "FINITE", "NONNEGATIVE", "POSITIVE", "UNIT_INTERVAL", "BINARY",
     "BINARY_OR_MISSING", "COUNT", "POSITIVE_COUNT", "index_domain",
 ]
 
-Array = Any
 
 
 class Domain(NamedTuple):

@@ -32,9 +32,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._typing import Array
+
 __all__ = ["KeyGroups", "group_keys", "last_occurrence"]
 
-Array = Any
 
 
 class KeyGroups(NamedTuple):

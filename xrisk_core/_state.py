@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from ._domain import NONNEGATIVE, REAL, Domain
 from ._grouping import last_occurrence
+from ._typing import Array
 from .backends import backend_of
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "write_rows",
 ]
 
-Array = Any
 
 #: Rows [u~, c] of a moving average stored shifted, u = u~ exp(c) (so that no exp overflows):
 #: u~ >= 0 (0 before the first visit), any finite log-shift c.

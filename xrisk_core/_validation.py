@@ -8,36 +8,31 @@ key space, a count a whole number ...; and the definition's relations between in
 batch that fails them gives a NaN loss and writes no state. Every check runs before any state
 is touched: bad input never changes state.
 
-One switch, :class:`set_checks`, chooses what a failed *in-graph* check does:
-
-- ``"nan"`` (default): the step returns NaN and writes no state row. Nothing leaves the
-  device, so a compiled step costs what it costs without checks.
-- ``"raise"``: the step also raises, inside the compiled code, with the framework's own
-  assertion: ``torch._check_tensor_all`` (eager and under ``torch.compile``, where it breaks
-  the graph at the check), ``tf.debugging.Assert`` (eagerly and inside ``tf.function``), and
-  on JAX a ``jax.experimental.checkify`` check when the step is checkified
-  (``xrisk.jax.checked``: a ``ValueError`` that carries the step's outputs), else a host
-  callback that raises while a ``jax.jit`` / ``jax.grad`` step runs. It synchronises with
-  the host at every check: a debugging mode. The state is left unchanged either way.
-
-A global switch rather than an argument of ``apply``: the adapters' losses are called as
-``loss_fn(scores, labels, index)`` inside user code, optimizers and compiled models, so one
-setting reaches every call without changing any signature. The mode is read
-when a step is *traced*: ``torch.compile`` guards on it (changing it recompiles), but a
-``tf.function`` or ``jax.jit`` function keeps the mode of its first trace — set the mode before
-building the compiled step.
+What a failed *in-graph* check does is the global check mode of :mod:`xrisk._check_mode`
+(:class:`set_checks`: ``"nan"`` or ``"raise"``), read here when a step is traced. The checks
+of scalar arguments live in :mod:`xrisk._arguments`; both are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import operator
 import warnings
 import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
+# The argument validators live in their own module; they are re-exported here for the modules
+# that import every check from this one.
+from . import _check_mode
+from ._arguments import (
+    check_choice,
+    check_count,
+    check_flag,
+    check_fraction,
+    check_interval,
+    check_positive,
+)
+from ._check_mode import CHECK_MODES, InputWarning, StateCastWarning, get_checks, set_checks
 from ._domain import (
     BINARY,
     BINARY_OR_MISSING,
@@ -49,77 +44,17 @@ from ._domain import (
     index_domain,
 )
 from ._inputs import preview
+from ._typing import Array
 
 __all__ = [
     "CHECK_MODES", "InputWarning", "StateCastWarning", "set_checks", "get_checks",
     "CheckedBatch", "check_inputs", "declared_domain", "missing_input", "check_interval",
-    "check_count", "check_positive", "check_fraction", "check_choice",
+    "check_count", "check_positive", "check_fraction", "check_choice", "check_flag",
 ]
 
-Array = Any
-
-#: What a failed in-graph value check does (see the module docstring).
-CHECK_MODES = ("nan", "raise")
-
-# A plain module global (not a ContextVar): torch.compile guards on the globals it reads, so
-# a step compiled under one mode is recompiled when the mode changes.
-_mode = "nan"
 
 # Loss definitions that already warned about inputs outside their declared interval.
 _warned: weakref.WeakSet = weakref.WeakSet()
-
-
-class InputWarning(UserWarning):
-    """A batch that passes the checks but is probably not what the loss expects (e.g. logits
-    given to a loss that expects probabilities)."""
-
-
-class StateCastWarning(UserWarning):
-    """``load_state`` rounded an exported float entry to the loss's narrower dtype."""
-
-
-class set_checks:  # noqa: N801  (used like a function, as torch.set_grad_enabled)
-    """Choose what a failed in-graph value check does: ``"nan"`` (default) or ``"raise"``.
-
-    Takes effect at once and, used as a context manager, restores the previous mode on exit::
-
-        xrisk.set_checks("raise")            # from now on
-        with xrisk.set_checks("raise"):      # only inside the block
-            loss = loss_fn(scores, labels, index)
-
-    Host-readable batches (eager CPU arrays) always raise on bad values; the mode matters for
-    traced or device arrays (``jax.jit``, ``jax.grad``, ``tf.function``, ``torch.compile``,
-    GPU tensors). The setting is process-wide and is read when a step is traced (see the
-    module docstring).
-
-    Parameters
-    ----------
-    mode : {"nan", "raise"}
-        ``"nan"``: a bad batch gives a NaN loss and writes no state. ``"raise"``: it also
-        raises inside the compiled step (the state is left unchanged either way).
-    """
-
-    def __init__(self, mode: str) -> None:
-        global _mode
-        mode = check_choice("xrisk.set_checks", "mode", mode, CHECK_MODES)
-        self.previous = _mode
-        self.mode = mode
-        _mode = mode
-
-    def __enter__(self) -> set_checks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        global _mode
-        _mode = self.previous
-
-    def __repr__(self) -> str:
-        return f"xrisk.set_checks({self.mode!r})"
-
-
-def get_checks() -> str:
-    """The current mode of the in-graph value checks, ``"nan"`` or ``"raise"``."""
-    return _mode
 
 
 def missing_input(owner: str, spec: Any) -> ValueError:
@@ -322,7 +257,7 @@ def _check_values_of(definition: Any, backend: Any, specs: dict[str, Any],
         if ok is None:
             checked[name] = x
             continue
-        if _mode == "raise":
+        if _check_mode._mode == "raise":
             backend.assert_all(ok, _graph_message(owner, spec, spaces), x)
         if spec.kind == "index":  # gathers stay inside the table on every backend
             x = xp.where(ok, x, xp.zeros_like(x))
@@ -377,7 +312,7 @@ def _run_time_sizes(definition: Any, backend: Any, specs: dict[str, Any],
             target = xp.maximum(smallest, xp.ones_like(smallest))
             is_empty = smallest == 0
             run_time_empty = is_empty if run_time_empty is None else run_time_empty | is_empty
-        if _mode == "raise":
+        if _check_mode._mode == "raise":
             backend.assert_all(ok, _size_message(owner, dim, tuple(axes), fixed), found)
         valid = xp.all(ok) if valid is None else valid & xp.all(ok)
         if empty:  # a static 0 elsewhere: apply returns before any math
@@ -517,7 +452,7 @@ def _relations_in_graph(definition: Any, backend: Any, batch: CheckedBatch, xp: 
             holds = holds | ~_rows_where(arrays[relation.where], len(holds.shape), xp)
         if batch.empty is not False:  # the padded row of a batch empty at run time
             holds = holds | batch.empty
-        if _mode == "raise":
+        if _check_mode._mode == "raise":
             backend.assert_all(holds, _relation_message(definition.name, relation),
                                left if hasattr(left, "shape") else right)
         ok = xp.all(holds)
@@ -727,166 +662,3 @@ def _caller_level() -> int:
 
 # Modules whose frames a warning skips to point at the user's call.
 _LIBRARY_ROOTS = frozenset({"xrisk", "torch", "tensorflow", "keras", "jax", "jaxlib"})
-
-
-# -- argument validators -------------------------------------------------------------------
-# The one place for the checks of constructor and function arguments (losses, metrics,
-# samplers, data sets, optimizers): every message names the received value, the expectation
-# and a fix, and a check raises before anything is built or changed.
-
-
-def _real(value: object) -> float | None:
-    """``value`` as a float if it is a real number: a Python or numpy scalar or a 0-d array
-    of any framework; not a bool, a string, an array with axes, a complex number or NaN.
-    Infinity is returned as is: the interval decides whether it is admitted."""
-    if isinstance(value, bool | str | bytes) or getattr(value, "ndim", 0) != 0:
-        return None
-    if "bool" in str(getattr(value, "dtype", "")):  # numpy, torch, TF and JAX bool scalars
-        return None
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _interval_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
-    text = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    return text.replace("inf", "∞")
-
-
-def check_interval(
-    owner: str, name: str, value: object, *, low: float, high: float = math.inf,
-    low_open: bool = False, high_open: bool = True, expected: str | None = None,
-    fix: str | None = None, type_error: type[Exception] = TypeError,
-) -> float:
-    """Return ``value`` as a float if it is a real number in the interval; else raise.
-
-    The interval runs from ``low`` to ``high``, each end open or closed. Infinity passes
-    only through a closed infinite end (``high=math.inf, high_open=False`` admits
-    ``float("inf")``, e.g. a clipping threshold that disables clipping); the default open
-    ``high=math.inf`` requires a finite number. A Python float comes back unchanged
-    (``0.001`` stays ``0.001``); ints, numpy scalars and 0-d arrays are converted. Its
-    signature and messages are those of the optimizers' ``check_number``, so it can replace
-    that one.
-
-    Parameters
-    ----------
-    owner, name : str
-        Who checks (``"APLoss"``) and the argument's name, both shown in the message.
-    value : object
-        The received value.
-    low, high : float
-        The interval's ends (``high`` defaults to infinity).
-    low_open, high_open : bool
-        Whether each end is excluded (default ``[low, high)``).
-    expected : str, optional
-        What the message says is expected (default ``"a number in [low, high)"``).
-    fix : str, optional
-        The sentence after "Fix:" (default ``"pass <name> in [low, high)"``).
-    type_error : exception class, default TypeError
-        Raised for a value that is not a real number (a string, a bool, an array with axes,
-        NaN). Validators whose contract is "ValueError for any bad value" pass ValueError.
-
-    Raises
-    ------
-    TypeError (or ``type_error``)
-        ``value`` is not a real number.
-    ValueError
-        ``value`` lies outside the interval.
-    """
-    interval = _interval_text(low, high, low_open, high_open)
-    fix = fix or f"pass {name} in {interval}"
-    number = _real(value)
-    if number is None:
-        raise type_error(
-            f"{owner}: {name}={value!r} (type {type(value).__name__}); expected "
-            f"{expected or 'a real number in ' + interval}. Fix: {fix}."
-        )
-    above = number > low or (not low_open and number == low)
-    below = number < high or (not high_open and number == high)
-    if not (above and below):
-        raise ValueError(
-            f"{owner}: {name}={value!r}; expected {expected or 'a number in ' + interval}. "
-            f"Fix: {fix}."
-        )
-    return value if type(value) is float else number
-
-
-def _integer(value: object) -> int | None:
-    """``value`` as an int if it is an integer: Python or numpy integers and 0-d integer
-    arrays of any framework (``operator.index``); bools and floats are refused."""
-    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
-def check_count(owner: str, name: str, value: object, *, minimum: int = 1,
-                fix: str | None = None, type_error: type[Exception] = TypeError) -> int:
-    """Return ``value`` as int if it is an integer >= ``minimum``; else raise.
-
-    Integers are Python and numpy integers and 0-d integer arrays (e.g. from ``np.load``);
-    bools, floats (``10.0`` included) and strings are refused. ``fix`` replaces the default
-    sentence after "Fix:"; ``type_error`` the exception for a non-integer (as in
-    :func:`check_interval`).
-
-    Raises
-    ------
-    TypeError (or ``type_error``)
-        ``value`` is not an integer.
-    ValueError
-        ``value`` is smaller than ``minimum``.
-    """
-    number = _integer(value)
-    if number is None:
-        raise type_error(
-            f"{owner}: {name}={value!r} (type {type(value).__name__}); expected an integer >= "
-            f"{minimum}. Fix: {fix or f'pass a whole number, e.g. {name}=int({name})'}."
-        )
-    if number < minimum:
-        raise ValueError(
-            f"{owner}: {name}={value!r}; expected an integer >= {minimum}. "
-            f"Fix: {fix or f'pass {name} >= {minimum}'}."
-        )
-    return int(number)
-
-
-def check_positive(owner: str, name: str, value: object, *, allow_zero: bool = False,
-                   fix: str | None = None) -> float:
-    """Return ``value`` as float if it is a finite number > 0 (or >= 0); else ValueError
-    (also for a value that is not a number: the losses' hyper-parameter contract)."""
-    bound = ">= 0" if allow_zero else "> 0"
-    return check_interval(
-        owner, name, value, low=0.0, low_open=not allow_zero, expected=f"a finite number {bound}",
-        fix=fix or f"pass {name} as a finite number {bound}", type_error=ValueError,
-    )
-
-
-def check_fraction(owner: str, name: str, value: object, *, closed_low: bool = False,
-                   fix: str | None = None) -> float:
-    """Return ``value`` as float if it lies in (0, 1] (or [0, 1]); else ValueError (also for
-    a value that is not a number)."""
-    return check_interval(owner, name, value, low=0.0, high=1.0, low_open=not closed_low,
-                          high_open=False, fix=fix, type_error=ValueError)
-
-
-def check_choice(owner: str, name: str, value: object, choices: tuple[Any, ...], *,
-                 fix: str | None = None) -> Any:
-    """Return the entry of ``choices`` that ``value`` names; else ValueError listing them.
-
-    Choices are strings (matched by equality, so a ``numpy.str_`` matches and the plain
-    string comes back) or other constants such as ``None`` (matched by identity or equality
-    of the same type, so ``1`` never matches ``True``).
-    """
-    for choice in choices:
-        if value is choice or (
-            isinstance(value, str) and isinstance(choice, str) and value == choice
-        ) or (not isinstance(choice, str) and type(value) is type(choice) and value == choice):
-            return choice
-    raise ValueError(
-        f"{owner}: {name}={value!r}; expected one of {choices}. "
-        f"Fix: {fix or f'pass {name}={choices[0]!r}, for example'}."
-    )

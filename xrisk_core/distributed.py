@@ -64,6 +64,7 @@ import numpy as np
 from ._adapter_support import METADATA_KEY
 from ._grouping import group_keys
 from ._inputs import to_numpy
+from ._typing import Array
 from ._validation import check_count
 from .backends import backend_of
 from .losses import LossDefinition
@@ -93,7 +94,6 @@ __all__ = [
     "SHARD_WORLD",
 ]
 
-Array = Any
 
 #: Keys of the metadata entries of a shard's export (0-d int64 arrays, so ``np.savez`` keeps
 #: them next to the rows).

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._typing import Array
+
 __all__ = ["SURROGATES", "surrogate_loss", "check_surrogate"]
 
-Array = Any
 
 
 # Kinks are written with ``where`` rather than ``maximum``: frameworks split the gradient of

@@ -63,8 +63,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from xrisk import distributed as _core
-from xrisk._adapter_support import exported_state
-from xrisk._state import initial_values
+from xrisk.adapter_api import exported_state, initial_values
 
 __all__ = ["gather_batch", "shard_batch", "replicate", "batch_sharding", "shard_state",
            "state_sharding", "sharded_init", "export_state", "export_shards", "check_call",

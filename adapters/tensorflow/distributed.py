@@ -59,8 +59,7 @@ import tensorflow as tf
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk._adapter_support import checked_state_arrays, dtype_name, exported_state
-from xrisk._state import initial_values
+from xrisk.adapter_api import checked_state_arrays, dtype_name, exported_state, initial_values
 
 __all__ = ["gather_batch", "scale_loss", "state_variables", "variable_options", "ShardedLoss",
            "DistributedWarning"]

@@ -53,7 +53,6 @@ Pitfalls the module detects:
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -66,8 +65,7 @@ from torch import nn
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk._adapter_support import checked_state_arrays, dtype_name, exported_state
-from xrisk._state import initial_values
+from xrisk.adapter_api import checked_state_arrays, dtype_name, exported_state, initial_values
 
 __all__ = ["gather_batch", "ShardedLoss", "check_ddp", "DistributedWarning"]
 
@@ -165,13 +163,12 @@ def check_ddp(module: nn.Module) -> None:
     syncs = getattr(module, "forward_sync_buffers", getattr(module, "broadcast_buffers", False))
     if not isinstance(module, DistributedDataParallel) or not syncs:
         return
-    from .losses import XRiskLoss
-
     ignored: set[str] = getattr(module, "parameters_to_ignore", set())  # never synced by DDP
     for prefix, sub in module.module.named_modules():
-        if isinstance(sub, XRiskLoss | ShardedLoss) and any(
-                name not in ignored for name, _ in sub.named_buffers(prefix=prefix,
-                                                                     recurse=False)):
+        # An xrisk loss module (XRiskLoss, ShardedLoss) holds its core definition.
+        holds_loss = isinstance(sub.__dict__.get("definition"), LossDefinition)
+        if holds_loss and any(name not in ignored for name, _ in sub.named_buffers(
+                prefix=prefix, recurse=False)):
             raise RuntimeError(
                 f"{sub.definition.name} is inside a DistributedDataParallel model that syncs "
                 "buffers at each forward (broadcast_buffers / forward_sync_buffers=True): "
@@ -185,16 +182,14 @@ def check_ddp(module: nn.Module) -> None:
             )
 
 
-def _enclosing_ddp(frame: Any, depth: int = 40) -> Any:
-    """The ``DistributedDataParallel`` whose forward is running on the call stack, if any."""
+def _running_ddp() -> Any:
+    """The ``DistributedDataParallel`` whose forward is running, if any: DDP records it around
+    its module's forward for TorchDynamo (``_get_active_ddp_module``), so the loss reads it
+    there instead of walking the call stack."""
     from torch.nn.parallel import DistributedDataParallel
 
-    while frame is not None and depth:
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, DistributedDataParallel):
-            return candidate
-        frame, depth = frame.f_back, depth - 1
-    return None
+    active = getattr(DistributedDataParallel, "_get_active_ddp_module", None)
+    return None if active is None else active()
 
 
 def check_call(loss: Any, inputs: tuple, named: Mapping[str, Any]) -> None:
@@ -209,7 +204,7 @@ def check_call(loss: Any, inputs: tuple, named: Mapping[str, Any]) -> None:
     seen = loss.__dict__.setdefault("_xrisk_checked", set())
     if "ddp" not in seen:
         seen.add("ddp")
-        ddp = _enclosing_ddp(sys._getframe(2))
+        ddp = _running_ddp()
         if ddp is not None:
             check_ddp(ddp)
     values = [*inputs, *named.values()]

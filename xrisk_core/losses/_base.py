@@ -37,7 +37,9 @@ from typing import Any, ClassVar, NamedTuple
 from .. import _validation
 from .._config import Configured
 from .._domain import Domain, Relation, Size
+from .._registry import register
 from .._state import StateTable, allocate_state, axis_size, write_rows
+from .._typing import Array
 from ..backends import backend_of
 
 __all__ = [
@@ -52,11 +54,12 @@ __all__ = [
     "NoState",
     "Step",
     "StateTable",
+    "state_update",
     "INPUT_KINDS",
+    "LOSSES",
     "ROLES",
 ]
 
-Array = Any
 
 #: What each input kind means; the value checks of :mod:`xrisk._validation` follow it.
 INPUT_KINDS = {
@@ -229,6 +232,19 @@ class Step:
                           equal_duplicates=equal_duplicates)
 
 
+def state_update(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a pure ``(self, state, *args) -> new_state`` method of a definition (a schedule
+    step such as MIDAM's ``update_smoothing``) that the adapters expose: torch and TensorFlow
+    write the new state into their containers, JAX returns it
+    (``tools/generate_adapters.py`` writes those methods from this one's signature)."""
+    method.state_update = True  # type: ignore[attr-defined]
+    return method
+
+
+#: Every loss definition, by public class name, in the order of definition (filled by
+#: :meth:`LossDefinition.__init_subclass__`).
+LOSSES: dict[str, type[LossDefinition]] = {}
+
 #: The declaration methods, computed once per definition (see :func:`_declaration`).
 _DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "derived_keys",
                  "relations")
@@ -268,7 +284,8 @@ class LossDefinition(Configured):
     Subclasses set ``state_type`` / ``params_type`` (NamedTuple classes whose fields follow
     :meth:`state_tables` / :meth:`auxiliaries`), implement the declarations and
     ``_loss(step, state, params, **inputs) -> (loss, new_state)``, and validate every
-    hyper-parameter in ``__init__``.
+    hyper-parameter in ``__init__``. A public subclass enters :data:`LOSSES` as it is
+    defined (:mod:`xrisk._registry`).
     """
 
     # An instance attribute with a class default: a loss whose state fields depend on its
@@ -276,9 +293,12 @@ class LossDefinition(Configured):
     state_type: type = NoState
     params_type: ClassVar[type] = NoParams
     _libauc_names = True  # LibAUC argument names raise naming ours (xrisk._libauc_names)
+    #: The modes under which a front door builds this loss (``pAUCLoss("SOPA")``, ...).
+    modes: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        register(LOSSES, cls)
         for name in _DECLARATIONS:
             method = cls.__dict__.get(name)
             if method is not None and not hasattr(method, "__wrapped__"):

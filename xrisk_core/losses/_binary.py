@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._grouping import KeyGroups, group_keys
+from .._typing import Array
 from ._base import Input, LossDefinition, Step
 
 __all__ = ["BinaryLoss", "PositiveRows", "label_masks", "positive_mask"]
 
-Array = Any
 
 
 def label_masks(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array, Array | None]:

@@ -24,6 +24,7 @@ import numpy as np
 from .._domain import NONNEGATIVE
 from .._inputs import to_numpy
 from .._state import StateTable, axis_size
+from .._typing import Array, in_dtype
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
@@ -31,7 +32,6 @@ from ._binary import BinaryLoss, positive_mask
 
 __all__ = ["APLoss", "APState"]
 
-Array = Any
 
 
 class APState(NamedTuple):
@@ -179,7 +179,7 @@ class APLoss(BinaryLoss):
         groups = self.positive_groups(step, index, positive)
         estimate = groups.mean(xp.matrix_transpose(stop(sums) / batch))  # (B, 2): u_all, u_pos
         gathered = xp.take(state.u, groups.rows, axis=0)
-        old = _in_dtype(gathered, scores.dtype, xp)
+        old = in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
         new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
         new = step.unmoved_as_gathered(new, gathered, moved)
@@ -188,7 +188,7 @@ class APLoss(BinaryLoss):
                                               equal_duplicates=True))
 
         # Weights from the stored (updated) estimators, in the scores' dtype.
-        stored = _in_dtype(new, scores.dtype, xp)
+        stored = in_dtype(new, scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
         # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
         # tiny margin or a half-precision dtype underflows it: floor it at the square root of
@@ -204,7 +204,3 @@ class APLoss(BinaryLoss):
         loss = xp.sum(coefficients * sums) / (xp.clip(xp.sum(positive), 1, None) * batch)
         return loss, new_state
 
-
-def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
-    """``x`` in ``dtype``, without the copy ``astype`` makes when it already has it."""
-    return x if x.dtype == dtype else xp.astype(x, dtype)

@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._state import axis_size, masked_mean
+from .._typing import Array
 from .._validation import check_choice, check_fraction, check_positive
 from ._base import Auxiliary, NoState, Step
 from ._binary import BinaryLoss, label_masks
 
 __all__ = ["AUCMLoss", "AUCMParams", "aucm_value"]
 
-Array = Any
 
 
 class AUCMParams(NamedTuple):

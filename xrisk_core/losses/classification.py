@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from .._domain import COUNT
 from .._state import StateTable, axis_size
+from .._typing import Array
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Auxiliary, NoState, Step
@@ -31,7 +32,6 @@ __all__ = [
     "PairwiseAUCLoss",
 ]
 
-Array = Any
 
 #: Probabilities are clipped to [eps, 1 - eps] before the logarithms of the compositional
 #: loss's cross-entropy steps, so a score of exactly 0 or 1 gives a finite loss.

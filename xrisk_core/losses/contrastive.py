@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 from .._domain import REAL, Domain
 from .._grouping import KeyGroups, group_keys
 from .._state import SHIFTED_MEAN, StateTable, axis_size
+from .._typing import Array, in_dtype
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step
 from .pauc import _log_shift
@@ -64,7 +65,6 @@ __all__ = [
     "InfoNCELoss",
 ]
 
-Array = Any
 
 #: Schedules of the moving-average weight gamma over epochs.
 GAMMA_SCHEDULES = ("constant", "cosine")
@@ -131,9 +131,6 @@ def _groups(step: Step, index: Array, dtype: Any) -> _Groups:
     num_neg = axis_size(index, dtype=dtype) - keys.count
     return _Groups(keys, negative, step.xp.clip(num_neg, 1, None), num_neg > 0)
 
-
-def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
-    return x if x.dtype == dtype else xp.astype(x, dtype)
 
 
 def _masked_exp(xp: Any, z: Array, shift: Array, negative: Array) -> Array:
@@ -475,12 +472,12 @@ class GlobalContrastiveLoss(_TwoViews):
         positive = xp.sum(view1 * view2, axis=1)  # S_ii
         individual = self.temperature_scheme == "individual"
         if individual:
-            old_tau = _in_dtype(xp.take(state.temperature, index, axis=0), dtype, xp)
+            old_tau = in_dtype(xp.take(state.temperature, index, axis=0), dtype, xp)
             tau = xp.expand_dims(old_tau[:, 0], 1)
         else:
             tau = self.tau
         z = [[stop(block) / tau for block in direction] for direction in logits]
-        old = _in_dtype(xp.take(state.u, index, axis=0), dtype, xp)
+        old = in_dtype(xp.take(state.u, index, axis=0), dtype, xp)
         estimate = _estimate(xp, groups, old, z, self.current_gamma)
 
         loss = xp.zeros_like(positive)
@@ -499,7 +496,7 @@ class GlobalContrastiveLoss(_TwoViews):
             if individual:
                 log_u = xp.log(_safe(xp, tilde, groups)) + estimate.shift
                 grad_tau = grad_tau + (log_u + self.rho - weighted_z) / 2
-        has = _in_dtype(groups.has, dtype, xp)
+        has = in_dtype(groups.has, dtype, xp)
         value = xp.sum(loss * has) / axis_size(positive, dtype=positive.dtype)
         table = step.write_rows(state.u, index, estimate.rows, equal_duplicates=True)
         if not individual:
@@ -668,7 +665,7 @@ class BimodalContrastiveLoss(_TwoViews):
         cross = image @ _transpose(xp, text)  # s_ij
         positive = xp.expand_dims(xp.sum(image * text, axis=1), 1)  # s_ii
         individual = self.temperature_scheme == "individual"
-        has = _in_dtype(groups.has, dtype, xp)
+        has = in_dtype(groups.has, dtype, xp)
         value = None
         written: dict[str, Array] = {}
         for side, similarity in (("image", cross), ("text", _transpose(xp, cross))):
@@ -676,12 +673,12 @@ class BimodalContrastiveLoss(_TwoViews):
             table = getattr(state, f"u_{side}")
             if individual:
                 tau_table = getattr(state, f"temperature_{side}")
-                old_tau = _in_dtype(xp.take(tau_table, index, axis=0), dtype, xp)
+                old_tau = in_dtype(xp.take(tau_table, index, axis=0), dtype, xp)
                 tau = xp.expand_dims(old_tau[:, 0], 1)
             else:
                 tau = self.tau
             z = stop(margin) / tau
-            old = _in_dtype(xp.take(table, index, axis=0), dtype, xp)
+            old = in_dtype(xp.take(table, index, axis=0), dtype, xp)
             estimate = _estimate(xp, groups, old, [[z]], self.current_gamma)
             safe = _safe(xp, estimate.tilde[0], groups)
             ratio = estimate.exps[0][0] / xp.expand_dims(safe, 1)  # sg[e^z / u], 0 off negatives

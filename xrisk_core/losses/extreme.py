@@ -21,12 +21,12 @@ from typing import Any, NamedTuple
 from .._domain import BINARY, REAL
 from .._grouping import group_keys
 from .._state import SMOOTHING, StateTable, axis_size
+from .._typing import Array
 from .._validation import check_choice, check_count, check_fraction, check_positive
-from ._base import Input, LossDefinition, Step
+from ._base import Input, LossDefinition, Step, state_update
 
 __all__ = ["EXTREME_MODES", "EntLossClassification", "EntLossClassificationState"]
 
-Array = Any
 
 #: The modes of :class:`EntLossClassification`.
 EXTREME_MODES = ("SCENT", "SOX")
@@ -143,6 +143,7 @@ class EntLossClassification(LossDefinition):
         return {"nu": StateTable("sample", (2,), domain=(REAL, BINARY)),
                 "smoothing": StateTable(None, (), self.gamma, domain=SMOOTHING)}
 
+    @state_update
     def adjust_gamma(self, state: Any, epoch: int, num_epochs: int) -> Any:
         r"""The state with SOX's γ set for ``epoch`` of ``num_epochs`` (LibAUC's cosine
         schedule from 1 at epoch 0 down to the constructor's γ at the last epoch):

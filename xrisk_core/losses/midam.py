@@ -32,13 +32,15 @@ space.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .._domain import NONNEGATIVE, REAL
 from .._grouping import KeyGroups, group_keys
+from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, SMOOTHING, StateTable
+from .._typing import Array
 from .._validation import check_count, check_fraction, check_positive
-from ._base import Auxiliary, Input, LossDefinition, Step
+from ._base import LOSSES, Auxiliary, Input, LossDefinition, Step, state_update
 from .auc import AUCMParams
 
 __all__ = [
@@ -48,10 +50,9 @@ __all__ = [
     "MIDAM_softmax_pooling_State",
     "MIDAM_attention_pooling_loss",
     "MIDAM_attention_pooling_State",
-    "midam_class_name",
+    "midam_class",
 ]
 
-Array = Any
 
 
 class _Bags(NamedTuple):
@@ -86,6 +87,7 @@ class _MIDAMBase(LossDefinition):
         a, b, alpha = params
         return {"alpha": 2 * (self.margin + b - a) - 2 * alpha}
 
+    @state_update
     def update_smoothing(self, state: Any, decay_factor: float) -> Any:
         """The state with its moving-average weight γ divided by ``decay_factor`` (>= 1).
 
@@ -284,6 +286,7 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
     """
 
     state_type = MIDAM_softmax_pooling_State
+    modes = ("softmax",)  # MIDAMLoss's: log-sum-exp pooling of instance scores
 
     def __init__(self, num_samples: int, *, margin: float = 1.0, tau: float = 0.1,
                  gamma: float = 0.9) -> None:
@@ -415,6 +418,7 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
     """
 
     state_type = MIDAM_attention_pooling_State
+    modes = ("attention",)  # MIDAMLoss's: attention-weighted mean
 
     def __init__(self, num_samples: int, *, margin: float = 1.0, gamma: float = 0.9) -> None:
         owner = "MIDAM_attention_pooling_loss"
@@ -478,32 +482,32 @@ def _sigmoid(x: Array, xp: Any) -> Array:
 # --------------------------------------------------------------------------- front door
 
 #: ``MIDAMLoss`` modes (LibAUC's names) -> loss class name.
-MIDAM_MODES = {"softmax": "MIDAM_softmax_pooling_loss",
-               "attention": "MIDAM_attention_pooling_loss"}
+#: ``MIDAMLoss`` modes -> loss class, from each MIDAM loss's ``modes``.
+MIDAM_MODES: dict[str, type[_MIDAMBase]] = modes_of(
+    cls for cls in LOSSES.values() if issubclass(cls, _MIDAMBase))
 
 
-def midam_class_name(mode: object) -> str:
-    """The class name of ``MIDAMLoss(mode)``; ValueError listing the modes otherwise."""
-    if isinstance(mode, str) and mode in MIDAM_MODES:
-        return MIDAM_MODES[mode]
-    raise ValueError(
-        f"MIDAMLoss: mode={mode!r}; expected one of {sorted(MIDAM_MODES)} ('softmax': "
-        "log-sum-exp pooling of instance scores, 'attention': attention-weighted mean). Fix: "
-        "pass e.g. MIDAMLoss('attention', num_samples=len(bags))."
-    )
+def midam_class(mode: object) -> type[_MIDAMBase]:
+    """The class of ``MIDAMLoss(mode)``; ValueError listing the modes otherwise.
+
+    >>> midam_class("softmax").__name__
+    'MIDAM_softmax_pooling_loss'
+    """
+    return cast(type[_MIDAMBase], by_mode(
+        "MIDAMLoss", MIDAM_MODES, mode, "MIDAMLoss('attention', num_samples=len(bags))"))
 
 
 def MIDAMLoss(mode: str = "attention", **kwargs: Any) -> LossDefinition:  # noqa: N802
     """The MIDAM loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
 
     ``"softmax"`` -> :class:`MIDAM_softmax_pooling_loss`, ``"attention"`` ->
-    :class:`MIDAM_attention_pooling_loss`.
+    :class:`MIDAM_attention_pooling_loss` (each class's ``modes``).
 
     >>> loss_fn = MIDAMLoss("softmax", num_samples=10, tau=0.5)
     >>> type(loss_fn).__name__, loss_fn.tau, loss_fn.gamma
     ('MIDAM_softmax_pooling_loss', 0.5, 0.9)
     """
-    return globals()[midam_class_name(mode)](**kwargs)
+    return midam_class(mode)(**kwargs)
 
 
 def _fresh(value: Array) -> Array:

@@ -25,15 +25,18 @@ the :func:`~xrisk.pAUCLoss` family), run once per label:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+import textwrap
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
 from .._state import StateTable
+from .._typing import Array
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
 from .ap import APLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value
-from .pauc import PAUC_MODES, _PairwiseLoss, pAUCLoss
+from .pauc import PAUC_MODES, _PairwiseLoss, pauc_class
 
 __all__ = [
     "MultiLabelAUCMLoss",
@@ -42,7 +45,6 @@ __all__ = [
     "meanAveragePrecisionLoss",
 ]
 
-Array = Any
 
 
 class _MultiLabelLoss(LossDefinition):
@@ -328,16 +330,17 @@ class meanAveragePrecisionLoss(_PerLabelLoss):  # noqa: N801  (LibAUC's name)
 
 # --------------------------------------------------------------------------- partial AUC
 
-#: Options of each single-label pAUC class and their defaults (those of the class).
-_PAUC_OPTIONS: dict[str, dict[str, Any]] = {
-    "pAUC_CVaR_Loss": {"beta": 0.2, "eta": 0.1, "margin": 1.0},
-    "pAUC_DRO_Loss": {"gamma": 0.9, "lam": 1.0, "margin": 1.0},
-    "tpAUC_KL_Loss": {"tau": 1.0, "lam": 1.0, "gammas": (0.9, 0.9), "margin": 1.0},
-    "tpAUC_CVaR_Loss": {"margin": 0.5, "alpha": 0.1, "beta_0": 0.1, "beta_1": 0.1,
-                        "theta_0": 0.5, "theta_1": 0.5},
-}
-_ALL_OPTIONS = ("margin", "beta", "eta", "gamma", "lam", "tau", "gammas", "alpha", "beta_0",
-                "beta_1", "theta_0", "theta_1")
+#: Arguments of a pAUC class that are not its options here: MultiLabelpAUCLoss sets the
+#: per-label table size and takes the surrogate's own arguments once for every mode.
+_SHARED_ARGUMENTS = ("num_samples", "surrogate", "scale")
+
+
+def _pauc_options() -> dict[type, dict[str, inspect.Parameter]]:
+    """Each pAUC class's options (its keyword arguments but the shared ones), from its
+    signature: the defaults are the class's own."""
+    return {cls: {name: parameter for name, parameter in inspect.signature(cls).parameters.items()
+                  if name not in _SHARED_ARGUMENTS}
+            for cls in dict.fromkeys(PAUC_MODES.values())}
 
 
 class MultiLabelpAUCLoss(_PerLabelLoss):
@@ -354,11 +357,9 @@ class MultiLabelpAUCLoss(_PerLabelLoss):
         The single-label loss, as :func:`pAUCLoss`: ``"SOPA"`` :class:`pAUC_CVaR_Loss`,
         ``"SOPAs"``/``"1w"`` :class:`pAUC_DRO_Loss`, ``"SOTAs"``/``"2w"``
         :class:`tpAUC_KL_Loss`, ``"STACO"`` :class:`tpAUC_CVaR_Loss`.
-    margin, beta, eta, gamma, lam, tau, gammas, alpha, beta_0, beta_1, theta_0, theta_1
-        The options of that loss (see its class), ``None`` for its default. An option the
-        mode does not take must stay ``None``: SOPA takes beta, eta, margin; SOPAs gamma,
-        lam, margin; SOTAs tau, lam, gammas, margin; STACO margin (default 0.5), alpha,
-        beta_0, beta_1, theta_0, theta_1.
+    **options
+        The options of that loss (see its class), ``None`` for its default (the class's).
+        An option the mode does not take must stay ``None``. {mode_options}
     surrogate : str, default "squared_hinge"
         Pairwise surrogate, see :mod:`xrisk.surrogates`.
     scale : float, default 1.0
@@ -397,40 +398,63 @@ class MultiLabelpAUCLoss(_PerLabelLoss):
     """
 
     def __init__(self, num_labels: int, num_samples: int, *, mode: str = "1w",
-                 margin: float | None = None, beta: float | None = None,
-                 eta: float | None = None, gamma: float | None = None,
-                 lam: float | None = None, tau: float | None = None,
-                 gammas: tuple[float, float] | None = None, alpha: float | None = None,
-                 beta_0: float | None = None, beta_1: float | None = None,
-                 theta_0: float | None = None, theta_1: float | None = None,
-                 surrogate: str = "squared_hinge", scale: float = 1.0) -> None:
+                 surrogate: str = "squared_hinge", scale: float = 1.0,
+                 **options: Any) -> None:
+        # The signature (``inspect.signature``, the adapters' classes) names every option of
+        # every mode, built from the pAUC classes' signatures below this class.
         owner = "MultiLabelpAUCLoss"
         self.num_labels = check_count(owner, "num_labels", num_labels)
         self.num_samples = check_count(owner, "num_samples", num_samples)
         self.mode = check_choice(owner, "mode", mode, tuple(PAUC_MODES),
                                  fix="pass e.g. mode='1w' (SOPAs) or mode='STACO'")
-        given = {"margin": margin, "beta": beta, "eta": eta, "gamma": gamma, "lam": lam,
-                 "tau": tau, "gammas": gammas, "alpha": alpha, "beta_0": beta_0,
-                 "beta_1": beta_1, "theta_0": theta_0, "theta_1": theta_1}
-        defaults = _PAUC_OPTIONS[PAUC_MODES[self.mode]]
-        unused = sorted(name for name, value in given.items()
-                        if value is not None and name not in defaults)
+        every = _pauc_options()
+        known = {name for taken in every.values() for name in taken}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}; "
+                            f"expected the options {sorted(known)} of the pAUC losses.")
+        defaults = every[PAUC_MODES[self.mode]]
+        given = {name: value for name, value in options.items() if value is not None}
+        unused = sorted(name for name in given if name not in defaults)
         if unused:
             raise ValueError(
                 f"{owner}: mode={self.mode!r} got {', '.join(f'{n}={given[n]!r}' for n in unused)}"
                 f"; expected only the options of that mode: {sorted(defaults)}. Fix: drop "
                 f"{', '.join(unused)}, or pick the mode that takes them."
             )
-        options = {name: default if given[name] is None else given[name]
-                   for name, default in defaults.items()}
+        build: Callable[..., _PairwiseLoss] = pauc_class(self.mode)  # its own signature
         try:
-            # pAUCLoss is typed BinaryLoss; every mode builds one of the pairwise losses.
-            inner = cast(_PairwiseLoss, pAUCLoss(
-                self.mode, num_samples=self.num_labels * self.num_samples,
-                surrogate=surrogate, scale=scale, **options))
+            inner = build(self.num_labels * self.num_samples, surrogate=surrogate, scale=scale,
+                          **given)
         except ValueError as error:  # name the class the user built
             raise ValueError(f"{owner}(mode={self.mode!r}): {error}") from None
-        for name in _ALL_OPTIONS:
+        for name in known:
             setattr(self, name, getattr(inner, name) if name in defaults else None)
         self.surrogate, self.scale = inner.surrogate, inner.scale
         self._bind_inner(inner)
+
+
+def _multilabel_pauc_signature() -> inspect.Signature:
+    """MultiLabelpAUCLoss's signature: ``**options`` spelled out as every pAUC class's
+    options in order of first appearance, each ``None`` by default."""
+    base = inspect.signature(MultiLabelpAUCLoss.__init__)
+    head = [p for name, p in base.parameters.items() if name not in ("self", "options")]
+    options: dict[str, inspect.Parameter] = {}
+    for taken in _pauc_options().values():
+        for name, parameter in taken.items():
+            options.setdefault(name, parameter.replace(
+                default=None, annotation=f"{parameter.annotation} | None"))
+    at = [p.name for p in head].index("surrogate")
+    return base.replace(parameters=[*head[:at], *options.values(), *head[at:]])
+
+
+def _mode_options_text() -> str:
+    return textwrap.fill("; ".join(
+        f"{'/'.join(m for m in PAUC_MODES if PAUC_MODES[m] is cls)} takes "
+        + ", ".join(f"{name} (default {p.default!r})" for name, p in taken.items())
+        for cls, taken in _pauc_options().items()) + ".", 88, subsequent_indent=" " * 8)
+
+
+MultiLabelpAUCLoss.__signature__ = _multilabel_pauc_signature()
+MultiLabelpAUCLoss.__doc__ = (MultiLabelpAUCLoss.__doc__ or "").replace(
+    "{mode_options}", _mode_options_text())

@@ -21,19 +21,21 @@ raw :math:`e^{\ell/\lambda}` does once :math:`\ell/\lambda > 88` in float32: log
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .._domain import REAL, UNIT_INTERVAL
+from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, StateTable
+from .._typing import Array
 from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
-from ._base import Step
+from ._base import LOSSES, Step
 from ._binary import BinaryLoss, PositiveRows, label_masks
 
 __all__ = [
     "PAUC_MODES",
     "pAUCLoss",
-    "pauc_class_name",
+    "pauc_class",
     "pAUC_CVaR_Loss",
     "pAUC_CVaR_State",
     "pAUC_DRO_Loss",
@@ -44,7 +46,6 @@ __all__ = [
     "tpAUC_CVaR_State",
 ]
 
-Array = Any
 
 
 # --------------------------------------------------------------------------- shared math
@@ -229,6 +230,7 @@ class pAUC_CVaR_Loss(_PairwiseLoss):
     """
 
     state_type = pAUC_CVaR_State
+    modes = ("SOPA",)  # pAUCLoss's
 
     def __init__(self, num_samples: int, *, beta: float = 0.2, eta: float = 0.1,
                  margin: float = 1.0, surrogate: str = "squared_hinge",
@@ -331,6 +333,7 @@ class pAUC_DRO_Loss(_PairwiseLoss):
     """
 
     state_type = pAUC_DRO_State
+    modes = ("SOPAs", "1w")  # pAUCLoss's
 
     def __init__(self, num_samples: int, *, gamma: float = 0.9, lam: float = 1.0,
                  margin: float = 1.0, surrogate: str = "squared_hinge",
@@ -446,6 +449,7 @@ class tpAUC_KL_Loss(_PairwiseLoss):
     """
 
     state_type = tpAUC_KL_State
+    modes = ("SOTAs", "2w")  # pAUCLoss's
 
     def __init__(self, num_samples: int, *, tau: float = 1.0, lam: float = 1.0,
                  gammas: tuple[float, float] = (0.9, 0.9), margin: float = 1.0,
@@ -578,6 +582,7 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
     """
 
     state_type = tpAUC_CVaR_State
+    modes = ("STACO",)  # pAUCLoss's
 
     def __init__(self, num_samples: int, *, margin: float = 0.5, alpha: float = 0.1,
                  beta_0: float = 0.1, beta_1: float = 0.1, theta_0: float = 0.5,
@@ -627,36 +632,30 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
 
 # --------------------------------------------------------------------------- front door
 
-#: ``pAUCLoss`` modes (LibAUC's names) -> loss class name.
-PAUC_MODES = {
-    "SOPA": "pAUC_CVaR_Loss",
-    "SOPAs": "pAUC_DRO_Loss",
-    "1w": "pAUC_DRO_Loss",
-    "SOTAs": "tpAUC_KL_Loss",
-    "2w": "tpAUC_KL_Loss",
-    "STACO": "tpAUC_CVaR_Loss",
-}
+#: ``pAUCLoss`` modes (LibAUC's names) -> loss class, from each pairwise loss's ``modes``.
+PAUC_MODES: dict[str, type[_PairwiseLoss]] = modes_of(
+    cls for cls in LOSSES.values() if issubclass(cls, _PairwiseLoss))
 
 
-def pauc_class_name(mode: object) -> str:
-    """The class name of ``pAUCLoss(mode)``; ValueError listing the modes otherwise."""
-    if isinstance(mode, str) and mode in PAUC_MODES:
-        return PAUC_MODES[mode]
-    raise ValueError(
-        f"pAUCLoss: mode={mode!r}; expected one of {sorted(PAUC_MODES)} ('SOPA': one-way "
-        "CVaR, 'SOPAs'/'1w': one-way KL-DRO, 'SOTAs'/'2w': two-way KL, 'STACO': two-way "
-        "CVaR). Fix: pass e.g. pAUCLoss('1w', num_samples=len(dataset))."
-    )
+def pauc_class(mode: object) -> type[_PairwiseLoss]:
+    """The class of ``pAUCLoss(mode)``; ValueError listing the modes otherwise.
+
+    >>> pauc_class("1w").__name__
+    'pAUC_DRO_Loss'
+    """
+    return cast(type[_PairwiseLoss], by_mode(
+        "pAUCLoss", PAUC_MODES, mode, "pAUCLoss('1w', num_samples=len(dataset))"))
 
 
 def pAUCLoss(mode: str = "1w", **kwargs: Any) -> BinaryLoss:
     """The partial-AUC loss of ``mode``, built with ``kwargs`` (LibAUC's front door).
 
     ``"SOPA"`` -> :class:`pAUC_CVaR_Loss`, ``"SOPAs"`` / ``"1w"`` -> :class:`pAUC_DRO_Loss`,
-    ``"SOTAs"`` / ``"2w"`` -> :class:`tpAUC_KL_Loss`, ``"STACO"`` -> :class:`tpAUC_CVaR_Loss`.
+    ``"SOTAs"`` / ``"2w"`` -> :class:`tpAUC_KL_Loss`, ``"STACO"`` -> :class:`tpAUC_CVaR_Loss`
+    (each class's ``modes``).
 
     >>> loss_fn = pAUCLoss("2w", num_samples=10, tau=0.5)
     >>> type(loss_fn).__name__, loss_fn.tau, loss_fn.gammas
     ('tpAUC_KL_Loss', 0.5, (0.9, 0.9))
     """
-    return globals()[pauc_class_name(mode)](**kwargs)
+    return pauc_class(mode)(**kwargs)

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Domain, Relation
 from .._grouping import KeyGroups, group_keys
 from .._state import SHIFTED_MEAN, StateTable, axis_size
+from .._typing import Array, in_dtype
 from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Input, LossDefinition, Step
@@ -40,7 +41,6 @@ __all__ = [
     "TOP_K_VERSIONS",
 ]
 
-Array = Any
 
 #: The K-SONG variants: ``"theo"`` adds the implicit gradient of lambda_q, ``"prac"`` not.
 TOP_K_VERSIONS = ("theo", "prac")
@@ -62,9 +62,6 @@ def _groups(step: Step, name: str, keys: Array, keep: Array | None, dtype: Any) 
     return group_keys(keys, keep, backend=step.backend, xp=step.xp, dtype=dtype,
                       host=step.host.get(name))
 
-
-def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
-    return x if x.dtype == dtype else xp.astype(x, dtype)
 
 
 def _stored(xp: Any, new: Array, table: Array, dtype: Any) -> Array:
@@ -229,7 +226,7 @@ class ListwiseCELoss(LossDefinition):
         groups = _groups(step, "interaction", xp.reshape(interaction, (n,)), keep, dtype)
 
         gathered = xp.take(state.u, groups.rows, axis=0)
-        old = _in_dtype(gathered, dtype, xp)  # (n, 2)
+        old = in_dtype(gathered, dtype, xp)  # (n, 2)
         row_max = xp.max(z, axis=1)
         largest = groups.max(row_max, xp.min(row_max))
         shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, self.gamma)
@@ -244,7 +241,7 @@ class ListwiseCELoss(LossDefinition):
         new = step.unmoved_as_gathered(new, gathered, moved)
         table = step.write_rows(state.u, groups.rows, new, equal_duplicates=True)
 
-        stored = _in_dtype(new, dtype, xp)  # what the next step reads
+        stored = in_dtype(new, dtype, xp)  # what the next step reads
         tilde = xp.where(keep & (stored[:, 0] > 0), stored[:, 0], xp.ones_like(stored[:, 0]))
         exponent = xp.where(column, z - xp.expand_dims(stored[:, 1], 1), xp.zeros_like(z))
         weights = xp.where(column, xp.exp(exponent) / xp.expand_dims(tilde, 1),
@@ -511,7 +508,7 @@ class NDCGLoss(LossDefinition):
             in_positives, xp.take(valid, xp.clip(columns, None, positives - 1), axis=1),
             xp.ones_like(scores))
         num_valid = xp.sum(column_valid, axis=1)  # C_q, (Q,)
-        size = (_in_dtype(xp.reshape(num_candidates, (queries, 1)), dtype, xp)
+        size = (in_dtype(xp.reshape(num_candidates, (queries, 1)), dtype, xp)
                 if self.num_items is None else float(self.num_items))
 
         # g[q, i] = mean_j l(h_qi - h_qj) over the row's real candidates: (Q, P)
@@ -525,13 +522,13 @@ class NDCGLoss(LossDefinition):
         keep = xp.reshape(valid, (n,)) > 0
         groups = _groups(step, "interaction", xp.reshape(interaction, (n,)), keep, dtype)
         gathered = xp.take(state.u, groups.rows, axis=0)
-        old = _in_dtype(gathered, dtype, xp)
+        old = in_dtype(gathered, dtype, xp)
         estimate = groups.mean(xp.reshape(stop(g), (n,)))
         moved = groups.count > 0
         new = xp.where(moved, (1 - self.gamma0) * old + self.gamma0 * estimate, old)
         new = step.unmoved_as_gathered(new, gathered, moved)
         u_table = step.write_rows(state.u, groups.rows, new, equal_duplicates=True)
-        u = xp.reshape(_in_dtype(new, dtype, xp), (queries, positives))  # as stored
+        u = xp.reshape(in_dtype(new, dtype, xp), (queries, positives))  # as stored
 
         gain = xp.exp(xp.astype(relevance, dtype) * _LN2) - 1
         # ln(1 + N u), floored so that a degenerate u (0 at padding, underflow) stays finite.
@@ -564,7 +561,7 @@ class NDCGLoss(LossDefinition):
         queries = axis_size(scores)
         positives = int(g.shape[1])
         groups = _groups(step, "query", query, None, dtype)
-        old_lambda = _in_dtype(xp.take(state.lambda_q, groups.rows, axis=0), dtype, xp)
+        old_lambda = in_dtype(xp.take(state.lambda_q, groups.rows, axis=0), dtype, xp)
         fixed = stop(scores)
         # sigma((h_qj - lambda_q) / tau_1) with the old lambda, over the real candidates.
         above, below = _sigmoids(xp, (fixed - xp.expand_dims(old_lambda, 1)) / self.tau_1)
@@ -581,7 +578,7 @@ class NDCGLoss(LossDefinition):
             xp, self.sigmoid_alpha * (fixed[:, :positives] - xp.expand_dims(old_lambda, 1)))
         terms = stop(slope * psi) * g
         curvature = above * below / self.tau_1 * column_valid  # H_qj, 0 at padding
-        old_s = _in_dtype(xp.take(state.s_q, groups.rows, axis=0), dtype, xp)
+        old_s = in_dtype(xp.take(state.s_q, groups.rows, axis=0), dtype, xp)
         estimate = groups.mean(self.tau_2 + xp.sum(curvature, axis=1) / num_valid)
         new_s = self.gamma1 * estimate + (1 - self.gamma1) * old_s  # >= gamma1 tau_2 > 0
         s_table = step.write_rows(state.s_q, groups.rows, new_s, equal_duplicates=True)

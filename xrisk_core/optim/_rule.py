@@ -32,10 +32,15 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
+from .._arguments import check_choice, check_flag, real_number
+from .._arguments import check_interval as check_number
 from .._config import Configured
+from .._registry import register
+from .._typing import Array, compute_dtype, in_dtype
 from ..backends import backend_of
 
 __all__ = [
+    "OPTIMIZERS",
     "Rates",
     "SlotSpec",
     "OptimizerState",
@@ -46,63 +51,16 @@ __all__ = [
     "reset_reference",
     "update_lr",
     "update_regularizer",
-    "check_foreign_arguments",
-    "refuse_foreign_arguments",
 ]
 
-Array = Any
 #: A learning rate: a number, or a schedule (a callable of the step count, e.g. an optax or
 #: Keras schedule).
 LearningRate = float | Callable[[Any], Any]
 
 
 # --------------------------------------------------------------------------- validation
-
-def _real(value: object) -> float | None:
-    """``value`` as a float if it is a real number (not a bool, not NaN)."""
-    if isinstance(value, bool) or not hasattr(value, "__float__") or isinstance(value, str):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def check_number(owner: str, name: str, value: object, *, low: float, high: float = math.inf,
-                 low_open: bool = False, high_open: bool = True, fix: str = "") -> float:
-    """Return ``value`` as float if it lies in the interval; else TypeError/ValueError.
-
-    ``high=inf`` with ``high_open=False`` admits infinity (e.g. ``clip_value=float("inf")``).
-    """
-    interval = (f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-                .replace("inf", "∞"))
-    fix = fix or f"pass {name} in {interval}"
-    number = _real(value)
-    if number is None:
-        raise TypeError(
-            f"{owner}: {name}={value!r} (type {type(value).__name__}); expected a real number "
-            f"in {interval}. Fix: {fix}."
-        )
-    above = number > low or (not low_open and number == low)
-    below = number < high or (not high_open and number == high)
-    if not (above and below):
-        raise ValueError(f"{owner}: {name}={value!r}; expected a number in {interval}. "
-                         f"Fix: {fix}.")
-    # Keep the caller's Python float exactly (0.001 stays 0.001); convert ints and numpy scalars.
-    return value if type(value) is float else number
-
-
-def check_flag(owner: str, name: str, value: object) -> bool:
-    """Return ``value`` if it is a bool (numpy bools too); a string such as ``"False"`` is
-    refused rather than read as True."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        return bool(value)
-    raise TypeError(
-        f"{owner}: {name}={value!r} (type {type(value).__name__}); expected True or False. "
-        f"Fix: pass {name}=True or {name}=False."
-    )
-
+# The scalar checks are xrisk._arguments' (check_number is its check_interval); these two
+# are the optimizers' own.
 
 def check_learning_rate(owner: str, name: str, value: object) -> LearningRate:
     """A learning rate: a finite number >= 0 (kept exactly as given) or a schedule."""
@@ -116,20 +74,13 @@ def check_learning_rate(owner: str, name: str, value: object) -> LearningRate:
 def check_betas(owner: str, value: object) -> tuple[float, float]:
     """Adam's ``(beta1, beta2)``, each in [0, 1)."""
     if (not isinstance(value, tuple | list) or len(value) != 2
-            or any(_real(beta) is None or not 0 <= float(beta) < 1 for beta in value)):
+            or any(real_number(beta) is None or not 0 <= float(beta) < 1 for beta in value)):
         raise ValueError(
             f"{owner}: betas={value!r}; expected two numbers in [0, 1) (decay rates of Adam's "
             "first and second moments). Fix: e.g. betas=(0.9, 0.999)."
         )
     return (check_number(owner, "betas[0]", value[0], low=0.0, high=1.0),
             check_number(owner, "betas[1]", value[1], low=0.0, high=1.0))
-
-
-def check_choice(owner: str, name: str, value: object, choices: tuple[str, ...]) -> str:
-    if isinstance(value, str) and value in choices:
-        return value
-    raise ValueError(f"{owner}: {name}={value!r}; expected one of {choices}. "
-                     f"Fix: pass {name}={choices[0]!r}, for example.")
 
 
 def _value_at(rate: LearningRate, step: Array) -> Any:
@@ -262,10 +213,6 @@ def _namespace(*arrays: Array) -> Any:
     return namespace
 
 
-def compute_dtype(x: Array, xp: Any) -> Any:
-    """float64 for float64 arrays, float32 otherwise (bfloat16, float16, float32)."""
-    return xp.float64 if x.dtype == xp.float64 else xp.float32
-
 
 def _as_compute(value: Any, dtype: Any, xp: Any) -> Any:
     """A rate in the compute dtype: Python numbers stay exact scalars, arrays are cast."""
@@ -273,11 +220,6 @@ def _as_compute(value: Any, dtype: Any, xp: Any) -> Any:
         return value
     return xp.astype(value, dtype)
 
-
-def _in_dtype(x: Array, dtype: Any, xp: Any) -> Array:
-    """``x`` in ``dtype``; ``x`` itself when it has it already (``astype`` would copy, and the
-    rules never write in place)."""
-    return x if x.dtype == dtype else xp.astype(x, dtype)
 
 
 def _bias_corrections(count: Any, betas: tuple[float, float], dtype: Any, xp: Any
@@ -391,8 +333,14 @@ def _rule_doc(cls: type[Configured]) -> str:
     return f"{head.rstrip()}\n\n{section}\n{rest.rstrip()}\n"
 
 
+#: Every optimizer rule, by public class name (LibAUC's names), in the order of definition
+#: (filled by :meth:`UpdateRule.__init_subclass__`, see :mod:`xrisk._registry`).
+OPTIMIZERS: dict[str, type[UpdateRule]] = {}
+
+
 class UpdateRule(Configured):
-    """Base of every optimizer rule; see the module docstring for the protocol."""
+    """Base of every optimizer rule; see the module docstring for the protocol. A public
+    subclass enters :data:`OPTIMIZERS` as it is defined."""
 
     #: The NamedTuple of one parameter's slots.
     slots_type: ClassVar[type] = ClippedSlots
@@ -406,6 +354,7 @@ class UpdateRule(Configured):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        register(OPTIMIZERS, cls)
         if "__init__" in cls.__dict__:
             cls.__init__ = refuse_foreign_arguments(cls.__init__)  # type: ignore[method-assign]
             cls.__doc__ = _rule_doc(cls)
@@ -587,14 +536,45 @@ def ascent_step(definition: Any, aux: Any, lr: Any, active: Any = None) -> Any:
             continue
         xp = _namespace(value)
         dtype = compute_dtype(value, xp)
-        moved = (_in_dtype(value, dtype, xp)
-                 + _as_compute(lr, dtype, xp) * _in_dtype(directions[name], dtype, xp))
-        moved = _in_dtype(spec.project(moved, xp), value.dtype, xp)
+        moved = (in_dtype(value, dtype, xp)
+                 + _as_compute(lr, dtype, xp) * in_dtype(directions[name], dtype, xp))
+        moved = in_dtype(spec.project(moved, xp), value.dtype, xp)
         new[name] = moved if active is None else _select(active, moved, value, xp)
     return aux._replace(**new)
 
 
 # --------------------------------------------------------------------------- clipped SGD/Adam
+
+#: A preset's value for an argument it requires (no default), e.g. SONG's learning rate.
+REQUIRED: Any = inspect.Parameter.empty
+
+
+def _preset_init(cls: type[ClippedRule]) -> Callable[..., None]:
+    """The constructor of a preset: :class:`ClippedRule`'s keyword arguments with the
+    preset's defaults, less its fixed ones, which it passes on."""
+    base = inspect.signature(ClippedRule.__init__)
+    unknown = sorted((set(cls.preset) | set(cls.fixed)) - (set(base.parameters) - {"self"}))
+    if unknown:
+        raise TypeError(f"{cls.__name__}: preset or fixed names {unknown}, which are not "
+                        f"ClippedRule's arguments {list(base.parameters)[1:]}.")
+    signature = base.replace(parameters=[
+        parameter.replace(default=cls.preset.get(name, parameter.default))
+        for name, parameter in base.parameters.items() if name not in cls.fixed])
+    fixed = dict(cls.fixed)
+
+    def __init__(self: ClippedRule, **arguments: Any) -> None:
+        try:
+            bound = signature.bind(self, **arguments)
+        except TypeError as error:  # Python's words, with the class's name
+            raise TypeError(f"{type(self).__name__}() {error}") from None
+        bound.apply_defaults()
+        values = {name: value for name, value in bound.arguments.items() if name != "self"}
+        self._configure_clipped(**values, **fixed)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
 
 class ClippedRule(UpdateRule):
     r"""LibAUC's shared clipped SGD/Adam with epoch decay (the update that LibAUC 2.0.1's
@@ -612,7 +592,11 @@ class ClippedRule(UpdateRule):
     Adam (:math:`\theta \leftarrow \theta - \frac{\eta}{1-\beta_1^t}\,
     \frac{m}{\sqrt{v}/\sqrt{1-\beta_2^t} + \epsilon}`, t counted per parameter).
     SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam and AdamW are this rule with LibAUC's
-    defaults; PESG uses it with an EMA momentum.
+    defaults: each is a *preset*, a subclass that names only the defaults it changes
+    (``class SOAP(ClippedRule, preset={"weight_decay": 1e-5, "dampening": 0.1})``) and the
+    arguments it fixes (``fixed={"mode": "sgd"}``: SGD takes no ``mode``); its constructor and
+    signature are built from this class's. PESG and MIDAM use the rule with their own
+    constructors (PESG with an EMA momentum).
     """
 
     #: "heavy_ball" (torch's SGD momentum) or "ema" (PESG: buf ← (1-μ)·buf + μ·d).
@@ -620,16 +604,27 @@ class ClippedRule(UpdateRule):
     #: AdamW: decoupled weight decay θ ← θ(1 - lr·wd) instead of the L2 term in d.
     decoupled_weight_decay: ClassVar[bool] = False
     host_counters = True
+    #: A preset's defaults that differ from this class's (:data:`REQUIRED`: no default) ...
+    preset: ClassVar[Mapping[str, Any]] = {}
+    #: ... and the arguments it fixes (left out of its signature).
+    fixed: ClassVar[Mapping[str, Any]] = {}
+
+    def __init_subclass__(cls, *, preset: Mapping[str, Any] | None = None,
+                          fixed: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        if preset is not None or fixed is not None:
+            cls.preset, cls.fixed = dict(preset or {}), dict(fixed or {})
+            cls.__init__ = _preset_init(cls)  # type: ignore[method-assign]
+        super().__init_subclass__(**kwargs)
 
     def __init__(
         self,
         *,
-        learning_rate: LearningRate,
-        mode: str,
-        clip_value: float,
-        weight_decay: float,
-        epoch_decay: float,
-        momentum: float = 0.0,
+        learning_rate: LearningRate = 1e-3,
+        mode: str = "adam",
+        clip_value: float = 1.0,
+        weight_decay: float = 0.0,
+        epoch_decay: float = 0.0,
+        momentum: float = 0.9,
         nesterov: bool = False,
         dampening: float = 0.0,
         betas: tuple[float, float] = (0.9, 0.999),
@@ -701,7 +696,7 @@ class ClippedRule(UpdateRule):
                      auxiliary: bool = False) -> tuple[Array, Any]:
         xp = _namespace(param)
         dtype = compute_dtype(param, xp)
-        p, g = _in_dtype(param, dtype, xp), _in_dtype(grad, dtype, xp)
+        p, g = in_dtype(param, dtype, xp), in_dtype(grad, dtype, xp)
         lr = _as_compute(rates.lr, dtype, xp)
         if self.decoupled_weight_decay and self.weight_decay > 0:
             p = p * (1 - lr * self.weight_decay)
@@ -732,8 +727,8 @@ class ClippedRule(UpdateRule):
             new = p - lr * (d + self.momentum * buffer if self.nesterov else buffer)
         else:
             new = p - lr * d
-        new_param = _in_dtype(new, param.dtype, xp)
+        new_param = in_dtype(new, param.dtype, xp)
         if self.epoch_decay > 0:
-            new_slots.update(iterate_sum=slots.iterate_sum + _in_dtype(new_param, dtype, xp),
+            new_slots.update(iterate_sum=slots.iterate_sum + in_dtype(new_param, dtype, xp),
                              average_count=slots.average_count + 1)
         return new_param, slots._replace(**new_slots)

@@ -2,8 +2,8 @@ r"""LibAUC's named optimizers that are one rule: clipped SGD/Adam with epoch dec
 
 SOAP, SOPA, SOPAs, SOTAs, STACO, SONG, SGD, Adam and AdamW differ only in their defaults
 (LibAUC 2.0.1 gives them one shared update rule too): all the X-risk logic lives in the
-losses. Each class here only fixes the signature and defaults; the update is
-:class:`ClippedRule`'s.
+losses. Each class here is a *preset* of :class:`ClippedRule`: it names the defaults it
+changes and the arguments it fixes; its signature, checks and update are the rule's.
 
 Examples
 --------
@@ -18,28 +18,20 @@ Examples
 
 from __future__ import annotations
 
-from ._rule import ClippedRule, LearningRate
+from ._rule import REQUIRED, ClippedRule
 
 __all__ = ["SOAP", "SOPA", "SOPAs", "SOTAs", "STACO", "SONG", "SGD", "Adam", "AdamW"]
 
-_BETAS = (0.9, 0.999)
+#: What SGD and the Adams leave out: the other mode's options.
+_SGD_ONLY = {"mode": "sgd", "betas": (0.9, 0.999), "eps": 1e-8, "amsgrad": False}
+_ADAM_ONLY = {"mode": "adam", "momentum": 0.0, "nesterov": False, "dampening": 0.0}
 
 
-class SOAP(ClippedRule):
+class SOAP(ClippedRule, preset={"weight_decay": 1e-5, "dampening": 0.1}):
     """Optimizer of :class:`xrisk.APLoss` (average precision): clipped Adam by default."""
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, mode: str = "adam",
-                 clip_value: float = 1.0, weight_decay: float = 1e-5, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.1,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class SOPA(ClippedRule):
+class SOPA(ClippedRule, preset={}):
     """Optimizer of the one-way partial AUC by CVaR (pAUC_CVaR).
 
     Notes
@@ -48,46 +40,16 @@ class SOPA(ClippedRule):
     the loss); passing it raises a TypeError that says so.
     """
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, mode: str = "adam",
-                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class SOPAs(ClippedRule):
+class SOPAs(ClippedRule, preset={"clip_value": 2.0, "weight_decay": 1e-5, "dampening": 0.1}):
     """Optimizer of the one-way partial AUC by KL-DRO (pAUC_DRO); clips at 2."""
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, mode: str = "adam",
-                 clip_value: float = 2.0, weight_decay: float = 1e-5, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.1,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class SOTAs(ClippedRule):
+class SOTAs(ClippedRule, preset={}):
     """Optimizer of the two-way partial AUC by KL (tpAUC_KL)."""
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, mode: str = "adam",
-                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class STACO(ClippedRule):
+class STACO(ClippedRule, preset={}):
     """Optimizer of the two-way partial AUC by double CVaR (tpAUC_CVaR).
 
     Notes
@@ -95,67 +57,21 @@ class STACO(ClippedRule):
     LibAUC's ``loss_fn`` argument was ignored; it is not an argument here.
     """
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, mode: str = "adam",
-                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class SONG(ClippedRule):
+class SONG(ClippedRule, preset={"learning_rate": REQUIRED, "mode": "sgd"}):
     """Optimizer of NDCG (SONG, K-SONG) and listwise CE: clipped momentum SGD by default."""
 
-    def __init__(self, *, learning_rate: LearningRate, mode: str = "sgd",
-                 clip_value: float = 1.0, weight_decay: float = 0.0, epoch_decay: float = 0.0,
-                 momentum: float = 0.9, nesterov: bool = False, dampening: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode=mode, clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class SGD(ClippedRule):
+class SGD(ClippedRule, preset={"learning_rate": REQUIRED, "momentum": 0.0}, fixed=_SGD_ONLY):
     """LibAUC's SGD: torch's momentum SGD on the clipped direction, with epoch decay."""
 
-    def __init__(self, *, learning_rate: LearningRate, clip_value: float = 1.0,
-                 weight_decay: float = 0.0, epoch_decay: float = 0.0, momentum: float = 0.0,
-                 nesterov: bool = False, dampening: float = 0.0) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode="sgd", clip_value=clip_value,
-                                weight_decay=weight_decay, epoch_decay=epoch_decay,
-                                momentum=momentum, nesterov=nesterov, dampening=dampening,
-                                betas=_BETAS, eps=1e-8, amsgrad=False)
 
-
-class Adam(ClippedRule):
+class Adam(ClippedRule, preset={}, fixed=_ADAM_ONLY):
     """LibAUC's Adam: Adam on the clipped direction (coupled L2), with epoch decay."""
 
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, clip_value: float = 1.0,
-                 weight_decay: float = 0.0, epoch_decay: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode="adam",
-                                clip_value=clip_value, weight_decay=weight_decay,
-                                epoch_decay=epoch_decay, momentum=0.0, nesterov=False,
-                                dampening=0.0, betas=betas, eps=eps, amsgrad=amsgrad)
 
-
-class AdamW(ClippedRule):
+class AdamW(ClippedRule, preset={"clip_value": 10.0, "weight_decay": 1e-2}, fixed=_ADAM_ONLY):
     """LibAUC's AdamW: decoupled weight decay θ ← θ(1 - lr·weight_decay), then Adam on the
     clipped direction (clip 10 by default), with epoch decay."""
 
     decoupled_weight_decay = True
-
-    def __init__(self, *, learning_rate: LearningRate = 1e-3, clip_value: float = 10.0,
-                 weight_decay: float = 1e-2, epoch_decay: float = 0.0,
-                 betas: tuple[float, float] = _BETAS, eps: float = 1e-8,
-                 amsgrad: bool = False) -> None:
-        self._configure_clipped(learning_rate=learning_rate, mode="adam",
-                                clip_value=clip_value, weight_decay=weight_decay,
-                                epoch_decay=epoch_decay, momentum=0.0, nesterov=False,
-                                dampening=0.0, betas=betas, eps=eps, amsgrad=amsgrad)

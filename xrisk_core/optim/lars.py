@@ -16,23 +16,21 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._typing import Array, compute_dtype, in_dtype
 from ._rule import (
     LearningRate,
     Rates,
     SlotSpec,
     UpdateRule,
     _as_compute,
-    _in_dtype,
     _namespace,
     check_flag,
     check_learning_rate,
     check_number,
-    compute_dtype,
 )
 
 __all__ = ["LARS", "LARSSlots"]
 
-Array = Any
 
 
 class LARSSlots(NamedTuple):
@@ -96,7 +94,7 @@ class LARS(UpdateRule):
                      auxiliary: bool = False) -> tuple[Array, Any]:
         xp = _namespace(param)
         dtype = compute_dtype(param, xp)
-        p, d = _in_dtype(param, dtype, xp), _in_dtype(grad, dtype, xp)
+        p, d = in_dtype(param, dtype, xp), in_dtype(grad, dtype, xp)
         if not (self.exclude_1d and len(param.shape) <= 1):  # static: the tensor's rank
             if self.weight_decay > 0:
                 d = d + self.weight_decay * p
@@ -109,4 +107,4 @@ class LARS(UpdateRule):
         if self.momentum > 0:
             step = self.momentum * slots.momentum + step
             slots = slots._replace(momentum=step)
-        return _in_dtype(p - step, param.dtype, xp), slots
+        return in_dtype(p - step, param.dtype, xp), slots

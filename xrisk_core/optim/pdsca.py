@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._typing import Array, compute_dtype, in_dtype
 from ._rule import (
     LearningRate,
     Rates,
@@ -12,20 +13,17 @@ from ._rule import (
     UpdateRule,
     _as_compute,
     _branch,
-    _in_dtype,
     _namespace,
     _select,
     _value_at,
     ascent_step,
     check_learning_rate,
     check_number,
-    compute_dtype,
 )
 from .pesg import check_min_max_loss
 
 __all__ = ["PDSCA", "PDSCASlots"]
 
-Array = Any
 
 
 class PDSCASlots(NamedTuple):
@@ -137,7 +135,7 @@ class PDSCA(UpdateRule):
                      auxiliary: bool = False) -> tuple[Array, Any]:
         xp = _namespace(param)
         dtype = compute_dtype(param, xp)
-        p, g = _in_dtype(param, dtype, xp), _in_dtype(grad, dtype, xp)
+        p, g = in_dtype(param, dtype, xp), in_dtype(grad, dtype, xp)
         ce = rates.ce_phase  # an array under jit; a Python bool with host counters
         d = xp.clip(g, -self.clip_value, self.clip_value)
         if self.epoch_decay > 0:
@@ -164,11 +162,11 @@ class PDSCA(UpdateRule):
             new_slots["momentum"] = _select(ce, buffer, momentum, xp)
         new_slots.update(ce_count=slots.ce_count + _as_int(ce_moves, xp),
                          auc_count=slots.auc_count + _as_int(_negate(ce), xp))
-        new_param = _in_dtype(_select(ce, ce_new, auc_new, xp), param.dtype, xp)
+        new_param = in_dtype(_select(ce, ce_new, auc_new, xp), param.dtype, xp)
         if self.epoch_decay > 0:
             moved = _negate(ce) if auxiliary else True
             new_slots.update(
-                iterate_sum=_select(moved, slots.iterate_sum + _in_dtype(new_param, dtype, xp),
+                iterate_sum=_select(moved, slots.iterate_sum + in_dtype(new_param, dtype, xp),
                                     slots.iterate_sum, xp),
                 average_count=slots.average_count + _as_int(moved, xp),
             )

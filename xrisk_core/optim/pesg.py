@@ -7,7 +7,7 @@ from typing import Any
 from ..losses._base import LossDefinition
 from ._rule import ClippedRule, LearningRate, Rates, ascent_step
 
-__all__ = ["PESG", "check_min_max_loss"]
+__all__ = ["PESG"]
 
 _BETAS = (0.9, 0.999)
 

@@ -1,0 +1,60 @@
+"""What a framework adapter uses of the core, in one documented module.
+
+The torch, TensorFlow and JAX adapters (``xrisk.torch``, ``xrisk.tensorflow``, ``xrisk.jax``)
+import the core's helpers from here and from the public packages only, never from the core's
+private modules, so that those can change without breaking an adapter; a new adapter
+(another framework) starts from this list.
+
+State containers and checkpoints
+    :class:`LossContainer` (the ``state`` / ``aux_params`` views of a loss holding its state
+    in framework containers), :func:`definition_attribute` and :func:`refuse_assignment`
+    (read-only hyper-parameters through the adapter object), :func:`dtype_name` (the float
+    dtype a loss keeps its state in), :func:`initial_values` (a table's fill, for containers
+    built row by row), :func:`exported_state`, :func:`checked_state_arrays` and
+    :data:`METADATA_KEY` (the framework-neutral checkpoint format).
+Constructors
+    :func:`guard_init` (a loss class's LibAUC argument names raise naming ours),
+    :func:`refuse_foreign_arguments` (the same for an optimizer's constructor),
+    :func:`compose_doc` (an adapter class's docstring completed from its core class's).
+Optimizers
+    :func:`namespace_of` (the array namespace of a parameter, looked up once per type) and
+    :func:`check_interval` (the one check of a scalar argument).
+
+>>> import xrisk.adapter_api as api
+>>> api.dtype_name("APLoss", "float64")
+'float64'
+"""
+
+from __future__ import annotations
+
+from ._adapter_support import (
+    METADATA_KEY,
+    LossContainer,
+    checked_state_arrays,
+    compose_doc,
+    definition_attribute,
+    dtype_name,
+    exported_state,
+    refuse_assignment,
+)
+from ._arguments import check_interval
+from ._libauc_names import guard_init
+from ._state import initial_values
+from .optim._rule import _namespace as namespace_of
+from .optim._rule import refuse_foreign_arguments
+
+__all__ = [
+    "METADATA_KEY",
+    "LossContainer",
+    "check_interval",
+    "checked_state_arrays",
+    "compose_doc",
+    "definition_attribute",
+    "dtype_name",
+    "exported_state",
+    "guard_init",
+    "initial_values",
+    "namespace_of",
+    "refuse_assignment",
+    "refuse_foreign_arguments",
+]
