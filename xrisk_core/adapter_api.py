@@ -17,8 +17,10 @@ Constructors
     :func:`refuse_foreign_arguments` (the same for an optimizer's constructor),
     :func:`compose_doc` (an adapter class's docstring completed from its core class's).
 Optimizers
-    :func:`namespace_of` (the array namespace of a parameter, looked up once per type) and
-    :func:`check_interval` (the one check of a scalar argument).
+    :func:`namespace_of` (the array namespace of a parameter, looked up once per type).
+Arguments
+    :func:`check_interval` and :func:`check_count` (the one check of a scalar or a whole-number
+    argument, raising with the received value, the expected range and the fix).
 
 >>> import xrisk.adapter_api as api
 >>> api.dtype_name("APLoss", "float64")
@@ -37,7 +39,7 @@ from ._adapter_support import (
     exported_state,
     refuse_assignment,
 )
-from ._arguments import check_interval
+from ._arguments import check_count, check_interval
 from ._libauc_names import guard_init
 from ._state import initial_values
 from .optim._rule import _namespace as namespace_of
@@ -46,6 +48,7 @@ from .optim._rule import refuse_foreign_arguments
 __all__ = [
     "METADATA_KEY",
     "LossContainer",
+    "check_count",
     "check_interval",
     "checked_state_arrays",
     "compose_doc",

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from xrisk import datasets as _datasets
-from xrisk._validation import check_count as _check_count
+from xrisk.adapter_api import check_count as _check_count
 from xrisk.samplers import BagSampler, DualSampler, RandomSampler, TriSampler
 
 __all__ = ["DualSampler", "TriSampler", "RandomSampler", "BagSampler", "IndexedDataset"]

@@ -96,7 +96,7 @@ class _Classification:
 
     def __init__(self, core: streaming.ClassificationMetric, capacity: int,
                  num_labels: int | None) -> None:
-        from xrisk._validation import check_count
+        from xrisk.adapter_api import check_count
 
         self.core = core
         self.capacity = check_count(core.owner, "capacity", capacity,

@@ -86,7 +86,7 @@ class _Classification(keras.metrics.Metric):
 
     def __init__(self, core: streaming.ClassificationMetric, num_labels: int | None,
                  name: str | None, **kwargs: Any) -> None:
-        from xrisk._validation import check_count
+        from xrisk.adapter_api import check_count
 
         snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", core.owner).lower()  # one_way_partial_auroc
         kwargs.pop("dtype", None)  # from get_config: the values are float64 whatever it says

@@ -69,7 +69,7 @@ import lightning.pytorch as pl
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from xrisk.optim._rule import check_number
+from xrisk.adapter_api import check_interval as check_number
 
 from .distributed import ShardedLoss
 from .losses import XRiskLoss
