@@ -193,3 +193,32 @@ def test_same_seed_same_weights_and_float32_is_the_rounded_float64() -> None:
     assert all(np.array_equal(a[k].astype(np.float32), c[k]) for k in a)
     assert not np.array_equal(a["conv1/kernel"], resnet20_weights(2, seed=8, dtype="float64")
                               ["conv1/kernel"])
+
+
+def test_torch_backbones_build_or_name_the_missing_torchvision() -> None:
+    with pytest.raises(ValueError, match=r"name='vgg'; expected one of \('resnet18'"):
+        tm.backbone("vgg")
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # not installed, or no build for this torch (as on CPU-only torch here)
+        with pytest.raises(ImportError, match="needs torchvision.*Fix: pip install"):
+            tm.backbone("resnet18", 3)
+    else:
+        model = tm.backbone("resnet18", 3).eval()
+        assert tuple(model(torch.zeros(2, 3, 32, 32)).shape) == (2, 3)
+
+
+def test_keras_backbone_names_refused_with_the_alternative() -> None:
+    # building DenseNet121 costs seconds; the names are checked before anything is built
+    with pytest.raises(ValueError, match="resnet18.*not in keras.applications.*resnet20"):
+        km.backbone("resnet18")
+    with pytest.raises(ValueError, match=r"num_outputs=0; expected a positive int"):
+        km.backbone("densenet121", 0)
+
+
+def test_every_named_model_has_a_weight_constructor_and_builders_in_each_framework() -> None:
+    from xrisk.runner.models import MODEL_NAMES, WEIGHT_CONSTRUCTORS
+    assert tuple(WEIGHT_CONSTRUCTORS) == MODEL_NAMES
+    for name in MODEL_NAMES:
+        assert callable(getattr(tm, name)) and callable(getattr(km, name))
+        assert callable(getattr(jm, f"{name}_apply"))

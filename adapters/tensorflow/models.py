@@ -32,9 +32,9 @@ from xrisk.runner.models import (
     resnet20_blocks,
 )
 
-__all__ = ["PadShortcut", "NeuMF", "TorchBatchNorm", "conv_encoder", "load_weights", "mlp",
-           "mlp_layers", "model_variables", "model_weights", "neumf", "resnet20",
-           "set_mlp_layers"]
+__all__ = ["BACKBONES", "NeuMF", "PadShortcut", "TorchBatchNorm", "backbone", "conv_encoder",
+           "load_weights", "mlp", "mlp_layers", "model_variables", "model_weights", "neumf",
+           "resnet20", "set_mlp_layers"]
 
 
 def mlp(layers: list[tuple[np.ndarray, np.ndarray]], *, activation: str = "relu") -> keras.Model:
@@ -271,3 +271,34 @@ def load_weights(model: keras.Model, weights: Weights) -> None:
                              "with the model's sizes.")
     for key, variable in entries.items():
         variable.assign(np.asarray(weights[key]))
+
+
+# -- larger backbones (keras.applications) -----------------------------------------------------
+
+#: The ``keras.applications`` backbones :func:`backbone` builds.
+BACKBONES = ("densenet121",)
+
+
+def backbone(name: str, num_outputs: int = 1, *,
+             input_shape: tuple[int, int, int] = (224, 224, 3)) -> keras.Model:
+    """``keras.applications``'s ``DenseNet121`` with ``num_outputs`` logits (no softmax) and
+    Keras's own random initialisation, for images (N, H, W, C), H and W at least 32.
+
+    Its weights are not drawn from a seed in numpy like the reference models' (:func:`resnet20`,
+    :func:`conv_encoder`), so a Keras run does not start from torchvision's model. Keras has no
+    ResNet-18: :func:`resnet20` is the small ResNet here, ``keras.applications.ResNet50`` the
+    large one.
+    """
+    if name == "resnet18":
+        raise ValueError("backbone: name='resnet18' is not in keras.applications; expected one "
+                         f"of {BACKBONES}. Fix: use xrisk.tensorflow.models.resnet20, or "
+                         "keras.applications.ResNet50(weights=None, ...).")
+    if name not in BACKBONES:
+        raise ValueError(f"backbone: name={name!r}; expected one of {BACKBONES}. Fix: pick one "
+                         "of those.")
+    if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+        raise ValueError(f"backbone: num_outputs={num_outputs!r}; expected a positive int. "
+                         "Fix: pass e.g. num_outputs=1.")
+    model: keras.Model = keras.applications.DenseNet121(
+        weights=None, input_shape=input_shape, classes=num_outputs, classifier_activation=None)
+    return model

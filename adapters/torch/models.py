@@ -42,9 +42,9 @@ from xrisk.runner.models import (
     resnet20_blocks,
 )
 
-__all__ = ["BasicBlock", "ConvEncoder", "NeuMF", "ResNet20", "conv_encoder", "load_weights",
-           "mlp", "mlp_layers", "model_gradients", "model_weights", "neumf", "resnet20",
-           "set_mlp_layers"]
+__all__ = ["BACKBONES", "BasicBlock", "ConvEncoder", "NeuMF", "ResNet20", "backbone",
+           "conv_encoder", "load_weights", "mlp", "mlp_layers", "model_gradients", "model_weights",
+           "neumf", "resnet20", "set_mlp_layers"]
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -309,3 +309,35 @@ def load_weights(model: nn.Module, weights: Weights) -> None:
     with torch.no_grad():
         for key, (_, tensor) in entries.items():
             tensor.copy_(torch.from_numpy(converted[key]))
+
+
+# -- larger backbones (optional: torchvision) -------------------------------------------------
+
+#: The torchvision backbones :func:`backbone` builds.
+BACKBONES = ("resnet18", "densenet121")
+
+
+def backbone(name: str, num_outputs: int = 1) -> nn.Module:
+    """torchvision's ImageNet ``resnet18`` or ``densenet121`` with ``num_outputs`` logits and
+    torchvision's own random initialisation, for images (N, 3, H, W).
+
+    An optional extra: it needs ``torchvision`` (``pip install torchvision`` matching your
+    torch build). Its weights are not drawn from a seed in numpy like the reference models'
+    (:func:`resnet20`, :func:`conv_encoder`): the frameworks' versions of these networks differ
+    (Keras has no ResNet-18), so their runs do not start from the same model.
+    """
+    if name not in BACKBONES:
+        raise ValueError(f"backbone: name={name!r}; expected one of {BACKBONES}. Fix: pick one "
+                         "of those, or xrisk.torch.models.resnet20 for 32x32 images.")
+    if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+        raise ValueError(f"backbone: num_outputs={num_outputs!r}; expected a positive int. "
+                         "Fix: pass e.g. num_outputs=1.")
+    try:
+        import torchvision.models as vision_models
+    except (ImportError, OSError, RuntimeError, AttributeError) as error:
+        raise ImportError(
+            f"backbone({name!r}) needs torchvision, which failed to import ({error!r}). Fix: "
+            f"pip install the torchvision build matching torch {torch.__version__}, or use "
+            "xrisk.torch.models.resnet20 (no extra dependency).") from error
+    model: nn.Module = getattr(vision_models, name)(weights=None, num_classes=num_outputs)
+    return model

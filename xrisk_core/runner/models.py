@@ -30,14 +30,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BATCH_NORM_EPS", "BATCH_NORM_MOMENTUM", "Layers", "MODEL_NAMES", "Weights",
-           "conv_encoder_weights", "glorot_layer", "mlp_weights", "neumf_weights",
-           "layer_paths", "parameter_count", "resnet20_blocks", "resnet20_weights"]
+__all__ = ["BATCH_NORM_EPS", "BATCH_NORM_MOMENTUM", "Layers", "MODEL_NAMES",
+           "WEIGHT_CONSTRUCTORS", "Weights", "conv_encoder_weights", "glorot_layer",
+           "layer_paths", "mlp_weights", "neumf_weights", "parameter_count", "resnet20_blocks",
+           "resnet20_weights"]
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
 Weights = dict[str, np.ndarray]
 
-#: The reference models a recipe's ``model.name`` can name (``ModelSection``).
+#: The reference models, by the name a recipe's ``model.name`` will use for them.
 MODEL_NAMES = ("mlp", "resnet20", "conv_encoder", "neumf")
 #: torch's BatchNorm defaults, used by every framework (Keras: ``momentum = 1 - 0.1``).
 BATCH_NORM_EPS = 1e-5
@@ -216,3 +217,9 @@ def layer_paths(weights: Weights, prefix: str) -> list[str]:
     numbered = [path for path in paths
                 if path.startswith(prefix) and path[len(prefix):].isdigit()]
     return sorted(numbered, key=lambda path: int(path[len(prefix):]))
+
+
+#: Each reference model's weight constructor by name (:data:`MODEL_NAMES`); the builders of
+#: ``xrisk.<framework>.models`` of the same name take what these return.
+WEIGHT_CONSTRUCTORS = {"mlp": mlp_weights, "resnet20": resnet20_weights,
+                       "conv_encoder": conv_encoder_weights, "neumf": neumf_weights}
