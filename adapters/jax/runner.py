@@ -19,10 +19,11 @@ import optax
 import xrisk.jax as xr
 from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
+from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import mlp_apply, mlp_layers, mlp_params
+from .models import merge_weights, mlp_apply, mlp_layers, mlp_params, neumf_apply, split_weights
 
-__all__ = ["Session"]
+__all__ = ["RankingSession", "Session"]
 
 
 class Session:
@@ -109,3 +110,79 @@ class Session:
             for i, leaf in enumerate(leaves)])
         self.carry = {"params": {**self.carry["params"], "loss": loss_params},
                       "opt_state": opt_state, "state": state}
+
+
+class RankingSession:
+    """A learning-to-rank run's model (NeuMF or an MLP over features), loss and optimizer;
+    :func:`xrisk.runner.ranking.run_ranking_seed` drives it with ``TriSampler`` batches, one
+    ``jax.jit`` step each (parameters, optimizer and loss state donated)."""
+
+    def __init__(self, data: Any, weights: dict[str, np.ndarray], *, activation: str,
+                 dtype: str, seed: int) -> None:
+        if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+            jax.config.update("jax_enable_x64", True)
+        self.dtype, self.activation = dtype, activation
+        self.neumf = data.model == "neumf"
+        model = split_weights(weights)[0] if self.neumf else mlp_params(weights_layers(weights))
+        self.features = None if self.neumf else jnp.asarray(
+            np.ascontiguousarray(data.features, dtype=dtype))
+        self.carry: dict[str, Any] = {"params": {"model": model}}
+        self.score = jax.jit(self._score)
+
+    def _score(self, model: Any, inputs: dict[str, Any]) -> jax.Array:
+        if self.neumf:
+            return neumf_apply(model, inputs["queries"], inputs["items"])
+        if "rows" in inputs:
+            return mlp_apply(model, self.features[inputs["rows"]],  # type: ignore[index]
+                             activation=self.activation)[..., 0]
+        return mlp_apply(model, inputs["features"], activation=self.activation)[:, 0]
+
+    def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
+        loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
+        optimizer = getattr(xr, phase.optimizer)(**phase.optimizer_options)
+        pointwise = phase.loss == "CrossEntropyLoss"
+        score = self._score
+
+        def objective(params: Any, state: Any, batch: dict[str, Any]) -> Any:
+            scores = score(params["model"], batch["model"])
+            if pointwise:
+                scores = jnp.reshape(scores, (-1,))
+            return loss_fn.apply(state, scores, **batch["loss"], params=params["loss"])
+
+        @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
+        def train_step(params: Any, opt_state: Any, state: Any, batch: Any) -> Any:
+            (loss, state), grads = jax.value_and_grad(objective, has_aux=True)(
+                params, state, batch)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, state, loss
+
+        params = {"model": self.carry["params"]["model"], "loss": loss_fn.init_params()}
+        self.carry = {"params": params, "opt_state": optimizer.init(params),
+                      "state": loss_fn.init()}
+        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+
+    def epoch(self, batches: Iterable[dict[str, Any]]) -> Iterator[jax.Array]:
+        carry = self.carry
+        for batch in batches:
+            carry["params"], carry["opt_state"], carry["state"], loss = self.train_step(
+                carry["params"], carry["opt_state"], carry["state"], batch)
+            yield loss
+
+    def predict(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        given = {k: np.ascontiguousarray(v, dtype=self.dtype) if k == "features" else v
+                 for k, v in inputs.items()}
+        return np.array(self.score(self.carry["params"]["model"], given), copy=True)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        model = self.carry["params"]["model"]
+        return merge_weights(model) if self.neumf else layers_weights(mlp_layers(model))
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        model = split_weights(weights)[0] if self.neumf else mlp_params(weights_layers(weights))
+        self.carry["params"] = {**self.carry["params"], "model": model}
+
+    def decay(self, factor: float) -> None:
+        self.carry["opt_state"] = self.optimizer.update_lr(self.carry["opt_state"], factor)
+
+    state = Session.state
+    load_state = Session.load_state

@@ -15,10 +15,11 @@ import tensorflow as tf
 import xrisk.tensorflow as xr
 from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
+from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import mlp, mlp_layers, set_mlp_layers
+from .models import load_weights, mlp, mlp_layers, model_weights, neumf, set_mlp_layers
 
-__all__ = ["Session"]
+__all__ = ["RankingSession", "Session"]
 
 
 class Session:
@@ -92,3 +93,77 @@ class Session:
                                  if k.startswith("loss/")})
         for i, variable in enumerate(variables):
             variable.assign(arrays[f"optimizer/{i}"])
+
+
+class RankingSession:
+    """A learning-to-rank run's model (NeuMF or an MLP over features), loss and optimizer;
+    :func:`xrisk.runner.ranking.run_ranking_seed` drives it with ``TriSampler`` batches, one
+    ``tf.function`` step each."""
+
+    def __init__(self, data: Any, weights: dict[str, np.ndarray], *, activation: str,
+                 dtype: str, seed: int) -> None:
+        self.dtype = dtype
+        self.neumf = data.model == "neumf"
+        tf.random.set_seed(seed)
+        if self.neumf:
+            self.model = neumf(weights)
+            self.features = tf.zeros((0,), dtype)
+        else:
+            self.model = mlp(weights_layers(weights), activation=activation)
+            self.features = tf.constant(np.ascontiguousarray(data.features, dtype=dtype))
+
+    def _scores(self, inputs: dict[str, Any], training: bool) -> tf.Tensor:
+        if self.neumf:
+            return self.model((inputs["queries"], inputs["items"]), training=training)
+        if "rows" in inputs:  # (Q, C): the MLP takes (batch, features), so flatten
+            rows = inputs["rows"]
+            flat = self.model(tf.gather(self.features, tf.reshape(rows, (-1,))),
+                              training=training)
+            return tf.reshape(flat, tf.shape(rows))
+        return self.model(inputs["features"], training=training)[:, 0]
+
+    def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
+        loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
+        variables = list(self.model.trainable_variables)
+        optimizer = getattr(xr, phase.optimizer)(variables, **phase.optimizer_options)
+        pointwise = phase.loss == "CrossEntropyLoss"
+        scores_of = self._scores
+
+        @tf.function
+        def train_step(batch: dict[str, Any]) -> tf.Tensor:
+            with tf.GradientTape() as tape:
+                scores = scores_of(batch["model"], training=True)
+                if pointwise:
+                    scores = tf.reshape(scores, (-1,))
+                loss = loss_fn(scores, **batch["loss"])
+            grads = tape.gradient(loss, variables)
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+            return loss
+
+        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+
+    def epoch(self, batches: Iterable[dict[str, Any]]) -> Iterator[tf.Tensor]:
+        for batch in batches:
+            yield self.train_step(tf.nest.map_structure(tf.constant, batch))
+
+    def predict(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        given = {k: tf.constant(np.ascontiguousarray(v, dtype=self.dtype)
+                                if k == "features" else v) for k, v in inputs.items()}
+        return np.array(self._scores(given, training=False), copy=True)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        if self.neumf:
+            return model_weights(self.model)
+        return layers_weights(mlp_layers(self.model))
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        if self.neumf:
+            load_weights(self.model, weights)
+        else:
+            set_mlp_layers(self.model, weights_layers(weights))
+
+    def decay(self, factor: float) -> None:
+        self.optimizer.update_lr(factor)
+
+    state = Session.state
+    load_state = Session.load_state

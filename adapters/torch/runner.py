@@ -16,8 +16,9 @@ import xrisk.torch as xr
 from xrisk.runner.checkpoint import flatten_tree, unflatten_tree
 from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
+from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import mlp, mlp_layers, set_mlp_layers
+from .models import load_weights, mlp, mlp_layers, model_weights, neumf, set_mlp_layers
 
 __all__ = ["RankingSession", "Session"]
 
@@ -92,60 +93,6 @@ class Session:
         torch.set_rng_state(torch.from_numpy(arrays["rng"].copy()))
 
 
-class _NeuMF(torch.nn.Module):
-    """GMF + MLP towers over query and item embeddings, one linear output (He et al., 2017);
-    weights from :func:`xrisk.runner.ranking.ranking_weights`."""
-
-    def __init__(self, weights: dict[str, np.ndarray], activation: str) -> None:
-        super().__init__()
-        self.embeddings = torch.nn.ParameterDict({
-            name: torch.nn.Parameter(torch.from_numpy(weights[name].copy()))
-            for name in ("gmf_user", "gmf_item", "mlp_user", "mlp_item")})
-        self.tower: torch.nn.ModuleList = _dense_stack(weights)
-        self.act = torch.relu if activation == "relu" else torch.tanh
-
-    def forward(self, queries: torch.Tensor, items: torch.Tensor) -> torch.Tensor:
-        e = self.embeddings
-        gmf = e["gmf_user"][queries][:, None, :] * e["gmf_item"][items]  # (Q, C, f)
-        item = e["mlp_item"][items]
-        hidden = torch.cat([e["mlp_user"][queries][:, None, :].expand_as(item), item], dim=-1)
-        for layer in self.tower[:-1]:
-            hidden = self.act(layer(hidden))
-        return self.tower[-1](torch.cat([gmf, hidden], dim=-1))[..., 0]  # (Q, C)
-
-
-class _RankingMLP(torch.nn.Module):
-    """An MLP scoring feature rows; weights from ``ranking_weights``."""
-
-    def __init__(self, weights: dict[str, np.ndarray], activation: str) -> None:
-        super().__init__()
-        self.tower: torch.nn.ModuleList = _dense_stack(weights)
-        self.act = torch.relu if activation == "relu" else torch.tanh
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.tower[:-1]:
-            x = self.act(layer(x))
-        return self.tower[-1](x)[..., 0]
-
-
-def _dense_names(weights: dict[str, np.ndarray]) -> list[str]:
-    count = sum(1 for key in weights if key.startswith("layer") and key.endswith("/kernel"))
-    return [*(f"layer{i}" for i in range(count)), "out"]
-
-
-def _dense_stack(weights: dict[str, np.ndarray]) -> torch.nn.ModuleList:
-    layers = torch.nn.ModuleList()
-    for name in _dense_names(weights):
-        kernel = weights[f"{name}/kernel"]
-        layer = torch.nn.Linear(kernel.shape[0], kernel.shape[1],
-                                dtype=torch.from_numpy(kernel).dtype)
-        with torch.no_grad():
-            layer.weight.copy_(torch.from_numpy(kernel.T))
-            layer.bias.copy_(torch.from_numpy(weights[f"{name}/bias"]))
-        layers.append(layer)
-    return layers
-
-
 class RankingSession:
     """A learning-to-rank run's model (NeuMF or an MLP over features), loss and optimizer;
     :func:`xrisk.runner.ranking.run_ranking_seed` drives it. :meth:`epoch` is the loop a user
@@ -154,28 +101,26 @@ class RankingSession:
     def __init__(self, data: Any, weights: dict[str, np.ndarray], *, activation: str,
                  dtype: str, seed: int) -> None:
         self.dtype = dtype
-        self.names = _dense_names(weights)
         torch.manual_seed(seed)
-        if data.model == "neumf":
-            self.model: _NeuMF | _RankingMLP = _NeuMF(weights, activation)
+        self.neumf = data.model == "neumf"
+        if self.neumf:
+            self.model: torch.nn.Module = neumf(weights)
             self.features = torch.zeros(0)
         else:
-            self.model = _RankingMLP(weights, activation)
+            self.model = mlp(weights_layers(weights), activation=activation)
             self.features = torch.from_numpy(np.ascontiguousarray(data.features, dtype=dtype))
-        tower = self.model.tower
-        self.linears = [layer for layer in tower if isinstance(layer, torch.nn.Linear)]
         self.loss_fn: Any = None
         self.optimizer: Any = None
         self.pointwise = False
 
     def _scores(self, inputs: dict[str, np.ndarray]) -> torch.Tensor:
-        if "queries" in inputs:
+        if self.neumf:
             return self.model(torch.from_numpy(inputs["queries"]),
                               torch.from_numpy(inputs["items"]))
         if "rows" in inputs:
-            return self.model(self.features[torch.from_numpy(inputs["rows"])])
-        return self.model(torch.from_numpy(np.ascontiguousarray(inputs["features"],
-                                                                dtype=self.dtype)))
+            return self.model(self.features[torch.from_numpy(inputs["rows"])])[..., 0]
+        x = np.ascontiguousarray(inputs["features"], dtype=self.dtype)
+        return self.model(torch.from_numpy(x))[:, 0]
 
     def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
         self.loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
@@ -202,22 +147,15 @@ class RankingSession:
             return self._scores(inputs).numpy().copy()
 
     def weights(self) -> dict[str, np.ndarray]:
-        out = {}
-        if isinstance(self.model, _NeuMF):
-            out = {k: v.detach().numpy().copy() for k, v in self.model.embeddings.items()}
-        for name, layer in zip(self.names, self.linears):
-            out[f"{name}/kernel"] = layer.weight.detach().numpy().T.copy()
-            out[f"{name}/bias"] = layer.bias.detach().numpy().copy()
-        return out
+        if self.neumf:
+            return model_weights(self.model)
+        return layers_weights(mlp_layers(self.model))
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        with torch.no_grad():
-            if isinstance(self.model, _NeuMF):
-                for k, v in self.model.embeddings.items():
-                    v.copy_(torch.from_numpy(weights[k]))
-            for name, layer in zip(self.names, self.linears):
-                layer.weight.copy_(torch.from_numpy(weights[f"{name}/kernel"].T))
-                layer.bias.copy_(torch.from_numpy(weights[f"{name}/bias"]))
+        if self.neumf:
+            load_weights(self.model, weights)
+        else:
+            set_mlp_layers(self.model, weights_layers(weights))
 
     def decay(self, factor: float) -> None:
         self.optimizer.update_lr(factor)

@@ -11,8 +11,9 @@ NDCG@K (and MAP / precision / recall @K) of the held-out items of every query.
   :func:`xrisk.datasets.load_movielens`): per user the last 5 ratings by time are the test
   items, the 5 before them validation; each user ranks its 5 held-out movies among 100
   movies it never rated (drawn once, seed 0, the same for every seed and method). Model:
-  NeuMF (GMF + MLP towers over user and movie embeddings, ``factors`` 16, tower widths
-  ``model.hidden``). ``data.limit``: the first ``limit`` users.
+  NeuMF (:func:`xrisk.runner.models.neumf_weights`: GMF + MLP towers over user and movie
+  embeddings, 16 factors, ReLU tower widths ``model.hidden``). ``data.limit``: the first
+  ``limit`` users.
 - **LETOR** (the shipped LightGBM set, :func:`xrisk.datasets.load_lightgbm_rank`, or an
   svmlight file with ``qid`` at ``data.path``): ``validation_size`` of the training queries
   (seeded) are held out for validation; every document of a query is ranked. Model: an MLP
@@ -37,11 +38,12 @@ import numpy as np
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from .engine import Phase, RunResult, _phase, _Progress, _write_logs, import_framework
-from .models import glorot_layer, mlp_weights
+from .models import Layers, glorot_layer, layer_paths, mlp_weights, neumf_weights
 from .recipe import Recipe, RecipeError
 
 __all__ = ["Candidates", "RankingData", "load_ranking", "ranking_metrics", "ranking_weights",
-           "ranking_phases", "batch_inputs", "run_ranking_seed"]
+           "layers_weights", "weights_layers", "ranking_phases", "batch_inputs",
+           "run_ranking_seed"]
 
 #: NeuMF's embedding width for MovieLens (the towers' widths are ``model.hidden``).
 NEUMF_FACTORS = 16
@@ -192,35 +194,36 @@ def load_ranking(section: Any, *, seed: int) -> RankingData:
 
 def ranking_weights(data: RankingData, hidden: tuple[int, ...], *, seed: int,
                     dtype: str) -> dict[str, np.ndarray]:
-    """Initial weights (numpy, the same for every framework) of the data's scorer.
+    """Initial weights (numpy, the same for every framework) of the data's scorer, in the
+    canonical layout of :mod:`xrisk.runner.models` (its output layer is ``out``).
 
-    NeuMF (He et al., 2017, as in LibAUC): ``gmf_user``, ``gmf_item``, ``mlp_user``,
-    ``mlp_item`` embeddings ~ N(0, 0.01^2) of width :data:`NEUMF_FACTORS`; the tower
-    ``2 * factors -> hidden...`` (ReLU) as ``layer<i>/kernel`` (in, out) and ``/bias``;
-    ``out/kernel`` (factors + hidden[-1], 1). MLP: ``features -> hidden... -> 1``.
-    Dense kernels Glorot-uniform, biases 0.
+    NeuMF: :func:`xrisk.runner.models.neumf_weights` with :data:`NEUMF_FACTORS` factors and
+    tower widths ``hidden`` (ReLU). MLP: :func:`xrisk.runner.models.mlp_weights`
+    ``features -> hidden... -> 1``, as ``mlp.<i>/kernel`` (in, out), ``mlp.<i>/bias`` and
+    ``out/...``.
     """
-    rng = np.random.default_rng([seed, 1])
-    cast = np.dtype(dtype)
-    weights: dict[str, np.ndarray] = {}
     if data.model == "neumf":
-        for name, count in (("gmf_user", data.num_queries), ("gmf_item", data.num_items),
-                            ("mlp_user", data.num_queries), ("mlp_item", data.num_items)):
-            weights[name] = (0.01 * rng.standard_normal((count, NEUMF_FACTORS))).astype(cast)
-        widths = (2 * NEUMF_FACTORS, *hidden)
-        for i, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:])):
-            weights[f"layer{i}/kernel"], weights[f"layer{i}/bias"] = glorot_layer(
-                rng, fan_in, fan_out, dtype)
-        weights["out/kernel"], weights["out/bias"] = glorot_layer(
-            rng, NEUMF_FACTORS + widths[-1], 1, dtype)
-        return weights
+        return neumf_weights(data.num_queries, data.num_items, factors=NEUMF_FACTORS,
+                             hidden=hidden, seed=seed, dtype=dtype)
     if data.features is None:
         raise ValueError("ranking_weights: an MLP scorer needs the data's features.")
-    layers = mlp_weights(data.features.shape[1], hidden, 1, seed=seed, dtype=dtype)
-    for i, (kernel, bias) in enumerate(layers[:-1]):
-        weights[f"layer{i}/kernel"], weights[f"layer{i}/bias"] = kernel, bias
-    weights["out/kernel"], weights["out/bias"] = layers[-1]
-    return weights
+    return layers_weights(mlp_weights(data.features.shape[1], hidden, 1, seed=seed,
+                                      dtype=dtype))
+
+
+def layers_weights(layers: Layers) -> dict[str, np.ndarray]:
+    """MLP layers ``[(kernel, bias), ...]`` as named weights (``mlp.<i>``, the last ``out``)."""
+    names = [*(f"mlp.{i}" for i in range(len(layers) - 1)), "out"]
+    out = {}
+    for name, (kernel, bias) in zip(names, layers):
+        out[f"{name}/kernel"], out[f"{name}/bias"] = kernel, bias
+    return out
+
+
+def weights_layers(weights: dict[str, np.ndarray]) -> Layers:
+    """The inverse of :func:`layers_weights`."""
+    names = [*layer_paths(weights, "mlp."), "out"]
+    return [(weights[f"{name}/kernel"], weights[f"{name}/bias"]) for name in names]
 
 
 def ranking_phases(recipe: Recipe) -> tuple[Phase | None, Phase]:
@@ -307,9 +310,9 @@ def ranking_session_class(framework: str) -> type:
     import_framework(framework)
     module = importlib.import_module(f"xrisk.{framework}.runner")
     if not hasattr(module, "RankingSession"):
-        raise RecipeError(f"framework: received {framework!r} for a ranking recipe; the "
-                          "ranking runner has a torch session in this version. Fix: set "
-                          "framework: torch.")
+        raise RecipeError(f"framework: received {framework!r} for a ranking recipe; "
+                          f"xrisk.{framework}.runner has no RankingSession. Fix: set "
+                          "framework to torch, tensorflow or jax.")
     return module.RankingSession
 
 
