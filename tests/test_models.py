@@ -222,3 +222,14 @@ def test_every_named_model_has_a_weight_constructor_and_builders_in_each_framewo
     for name in MODEL_NAMES:
         assert callable(getattr(tm, name)) and callable(getattr(km, name))
         assert callable(getattr(jm, f"{name}_apply"))
+
+
+def test_keras_batch_norm_matches_torch_under_xla_with_an_unknown_batch_size() -> None:
+    weights = conv_encoder_weights(widths=(4, 8), projection=(8, 5), seed=0, dtype="float64")
+    x = np.random.default_rng(0).standard_normal((3, 8, 8, 3))
+    model_k, model_t = km.conv_encoder(weights), tm.conv_encoder(weights).train()
+    step = tf.function(lambda images: model_k(images, training=True), jit_compile=True,
+                       input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float64)])
+    expected = model_t(torch.from_numpy(x.transpose(0, 3, 1, 2).copy())).detach().numpy()
+    np.testing.assert_allclose(step(x).numpy(), expected, rtol=0, atol=TOL)
+    _close(km.model_weights(model_k), tm.model_weights(model_t))  # the running statistics
