@@ -190,3 +190,19 @@ def test_bad_batches_are_refused_with_the_fix() -> None:
     with pytest.raises(TypeError, match="floating values"):
         tf_views.simclr_views(tf.zeros((2, 4, 4, 3), tf.uint8), np.arange(2), seed=0)
 
+
+
+def test_float32_views_agree_across_frameworks_to_float32_rounding() -> None:
+    images, index = _images(9).astype(np.float32), np.arange(BATCH)
+    expected = simclr_views(images.astype(np.float64), index, seed=1, epoch=3)
+    nchw = torch.from_numpy(images.transpose(0, 3, 1, 2).copy())
+    outputs = {
+        "numpy": simclr_views(images, index, seed=1, epoch=3),
+        "torch": torch_views.simclr_views(nchw, index, seed=1, epoch=3).numpy()
+        .transpose(0, 2, 3, 1),
+        "tensorflow": tf_views.simclr_views(tf.constant(images), index, seed=1, epoch=3).numpy(),
+        "jax": np.asarray(jax_views.simclr_views(images, index, seed=1, epoch=3)),
+    }
+    for name, output in outputs.items():
+        assert output.dtype == np.float32, name
+        np.testing.assert_allclose(output, expected, atol=1e-5, err_msg=name)
