@@ -9,8 +9,8 @@ Without a GPU, two CPU-side checks stand in for it:
   tensors hold no values, so, like a GPU's, they are not host-readable: the loss takes the
   path of an accelerator (checks in the graph, no host ranking of keys), and any tensor the
   step creates without ``device=`` lands on the CPU and raises at its first use with a meta
-  tensor, as it would against a CUDA tensor. The losses that do that today are strict
-  xfails naming the line (the core's device-less creations, see ``ON_CPU``).
+  tensor, as it would against a CUDA tensor (13 losses did, through the grouping primitive,
+  NDCG's column index and InfoNCE's default index, before those took the inputs' device).
 
 Tests marked ``gpu`` run the same steps on a CUDA GPU against the CPU in float64, and with
 ``torch.cuda.set_sync_debug_mode("error")``; they skip cleanly without one. The workloads
@@ -30,20 +30,6 @@ import xrisk  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 HAS_CUDA = torch.cuda.is_available()
-
-_GROUPING = ("xrisk_core/_grouping.py:204 group_keys: positions = xp.arange(segments) and "
-             ":213 xp.zeros((1,)) are created without device=, on the CPU")
-#: Losses whose step creates a tensor on the CPU whatever the device, and where.
-ON_CPU = {
-    **{name: _GROUPING for name in (
-        "APLoss", "pAUC_CVaR_Loss", "pAUC_DRO_Loss", "tpAUC_KL_Loss", "tpAUC_CVaR_Loss",
-        "meanAveragePrecisionLoss", "MultiLabelpAUCLoss", "ListwiseCELoss",
-        "MIDAM_softmax_pooling_loss", "MIDAM_attention_pooling_loss",
-        "EntLossClassification")},
-    "NDCGLoss": "xrisk_core/losses/ranking.py:508 columns = xp.arange(width), no device=",
-    "InfoNCELoss": "xrisk_core/losses/contrastive.py:772 index = xp.arange(B), no device=",
-}
-
 
 def _families():
     sys.path.insert(0, str(BENCHMARKS))
@@ -83,14 +69,7 @@ def test_to_moves_every_table_and_auxiliary(name):
         assert tensor.device.type == "meta", f"{name}.{key} stayed on {tensor.device}"
 
 
-def _meta_params():
-    for name in sorted(xrisk.LOSSES):
-        marks = [pytest.mark.xfail(strict=True, raises=RuntimeError, reason=ON_CPU[name])] \
-            if name in ON_CPU else []
-        yield pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", list(_meta_params()))
+@pytest.mark.parametrize("name", sorted(xrisk.LOSSES))
 def test_loss_call_stays_on_a_non_host_device(name):
     built = _family(name).build("xrisk", 16, None, device="meta")
     loss = built.loss_call(built.batches[0])

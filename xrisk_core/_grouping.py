@@ -118,7 +118,8 @@ class KeyGroups(NamedTuple):
         ``old`` have shape (B, ...).
         """
         xp = self.xp
-        positions = xp.arange(self.segments, dtype=self.ids.dtype)
+        positions = xp.arange(self.segments, dtype=self.ids.dtype,
+                              device=self.backend.device(self.ids))
         last = self.backend.segment_max(xp.where(self.keep, positions, -xp.ones_like(positions)),
                                         self.ids, self.segments)
         last = xp.take(last, self.ids, axis=0)
@@ -193,6 +194,7 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
     """
     size = keys.shape[0]
     segments = backend.axis_size(keys, 0) if size is None else size
+    here = backend.device(keys)  # what the step creates lives on the keys' device
     # The rank of each key among the keys: equal keys, equal ranks, all in [0, B).
     host_ranks = None
     if host is None:
@@ -200,9 +202,9 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
     else:
         flat = np.reshape(host, (-1,))
         host_ranks = np.searchsorted(np.sort(flat), flat)
-        ranks = xp.asarray(host_ranks)
+        ranks = xp.asarray(host_ranks, device=here)
     if keep is not None:
-        positions = xp.arange(segments, dtype=keys.dtype)
+        positions = xp.arange(segments, dtype=keys.dtype, device=here)
         bound = segments if size is not None else xp.astype(segments, keys.dtype)
         first = xp.min(xp.where(keep, positions, positions + bound))
         anchor = xp.reshape(first % bound, (1,))  # nothing kept: position 0
@@ -211,11 +213,11 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         ids = xp.where(keep, ranks, xp.take(ranks, anchor, axis=0))
         count = xp.take(backend.segment_sum(xp.astype(keep, dtype), ids, segments), ids, axis=0)
         return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
-    anchor = xp.zeros((1,), dtype=keys.dtype)
+    anchor = xp.zeros((1,), dtype=keys.dtype, device=here)
     every = xp.ones_like(keys) > 0
     if host_ranks is not None:  # the groups' sizes from the host's ranks: the same integers
-        count = xp.astype(xp.asarray(np.bincount(host_ranks, minlength=size)[host_ranks]),
-                          dtype)
+        sizes = np.bincount(host_ranks, minlength=size)[host_ranks]
+        count = xp.astype(xp.asarray(sizes, device=here), dtype)
     else:
         count = xp.take(backend.segment_sum(xp.astype(every, dtype), ranks, segments), ranks,
                         axis=0)
@@ -226,6 +228,7 @@ def last_occurrence(index: Array, *, backend: Any, xp: Any) -> Array:
     """For each position of ``index`` (B,), the position of the last entry with the same
     value: the duplicate rule's winner (:func:`xrisk._state.write_rows`). O(B log B)."""
     groups = group_keys(index, backend=backend, xp=xp, dtype=xp.float32)
-    positions = xp.arange(groups.segments, dtype=groups.ids.dtype)
+    positions = xp.arange(groups.segments, dtype=groups.ids.dtype,
+                          device=backend.device(groups.ids))
     last = backend.segment_max(positions, groups.ids, groups.segments)
     return xp.astype(xp.take(last, groups.ids, axis=0), index.dtype)

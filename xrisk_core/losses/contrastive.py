@@ -766,7 +766,8 @@ class InfoNCELoss(LossDefinition):
         if self.normalize:
             view1, view2 = _unit_rows(xp, view1), _unit_rows(xp, view2)
         if index is None:
-            index = xp.arange(axis_size(view1), dtype=step.backend.index_dtype)
+            index = xp.arange(axis_size(view1), dtype=step.backend.index_dtype,
+                              device=step.backend.device(view1))
         negative = _groups(step, index, dtype).negative
         cross = view1 @ _transpose(xp, view2) / self.tau
         positive = xp.sum(view1 * view2, axis=1) / self.tau

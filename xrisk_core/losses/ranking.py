@@ -502,7 +502,7 @@ class NDCGLoss(LossDefinition):
         n = queries * positives
         valid = _mask(xp, mask, interaction, dtype)  # (Q, P)
         # Column weights (Q, C): the positives' mask, then 1 for every negative.
-        columns = xp.arange(width)
+        columns = xp.arange(width, device=step.backend.device(scores))
         in_positives = xp.expand_dims(columns < positives, 0)
         column_valid = xp.where(
             in_positives, xp.take(valid, xp.clip(columns, None, positives - 1), axis=1),
