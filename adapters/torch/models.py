@@ -279,9 +279,8 @@ def model_weights(model: nn.Module) -> Weights:
 
 def model_gradients(model: nn.Module) -> Weights:
     """The trainable weights' ``.grad`` in the canonical layout (zeros where none yet)."""
-    return {key: (_to_canonical(layout, tensor.grad.detach().cpu().numpy())
-                  if tensor.grad is not None else np.zeros(_to_canonical(
-                      layout, tensor.detach().cpu().numpy()).shape))
+    return {key: _to_canonical(layout, (tensor.grad if tensor.grad is not None
+                                        else torch.zeros_like(tensor)).detach().cpu().numpy())
             for key, layout, tensor in _entries(model) if tensor.requires_grad}
 
 
