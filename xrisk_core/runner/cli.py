@@ -6,7 +6,7 @@
                        [--resume]
     xrisk compare RECIPE --methods ce,focal,pesg,soap,sopas [--seeds 3] [--out DIR]
     xrisk tune RECIPE --trials 20 [--out DIR]
-    xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc
+    xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking
     xrisk report RUN_DIR
     xrisk methods          # the methods, their defaults and search ranges
     xrisk recipes          # the shipped recipes
@@ -54,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument("--trials", type=int, default=20)
     reproduce = commands.add_parser(
         "reproduce", help="X-risk against cross-entropy and focal loss on shipped data")
-    common(reproduce, "CLAIM", "auroc (PESG, PDSCA), ap (SOAP) or pauc (SOPA, SOPAs); "
-           "each against ce and focal, 3 seeds")
+    common(reproduce, "CLAIM", "auroc (PESG, PDSCA), ap (SOAP) or pauc (SOPA, SOPAs), "
+           "each against ce and focal; ranking (SONG, K-SONG against ListwiseCE and BCE on "
+           "MovieLens); 3 seeds")
     reproduce.add_argument("--resume", action="store_true")
     report = commands.add_parser("report", help="write report.md and figures of a run folder")
     report.add_argument("run_dir")
