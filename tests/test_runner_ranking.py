@@ -174,3 +174,18 @@ def test_the_three_frameworks_give_the_same_float64_ranking_run(tmp_path):
                                          for row in result.history])
     np.testing.assert_allclose(histories["tensorflow"], histories["torch"], rtol=1e-9)
     np.testing.assert_allclose(histories["jax"], histories["torch"], rtol=1e-9)
+
+
+def test_reproduce_ranking_compares_the_four_methods(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    from xrisk.runner.api import reproduce
+
+    results = reproduce("ranking", tmp_path, progress=False, overrides=[
+        "seeds=1", "epochs=1", "data.limit=20", "sampler.num_queries=8", "sampler.num_neg=10"])
+    assert list(results) == ["bce", "listwise_ce", "song", "ksong"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert sorted(row[0] for row in summary["rows"]) == [
+        "torch-bce", "torch-ksong", "torch-listwise_ce", "torch-song"]
+    assert summary["header"][3:5] == ["test ndcg@5", "test ndcg@10"]
+    assert all(row[1] == "ndcg@10" for row in summary["rows"])
