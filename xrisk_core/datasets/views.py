@@ -217,7 +217,8 @@ def _resize_matrix(xp: Any, start: Any, length: Any, size_in: int, size_out: int
 
 
 def _gray(x: Any) -> Any:
-    return GRAY_WEIGHTS[0] * x[..., 0] + GRAY_WEIGHTS[1] * x[..., 1] + GRAY_WEIGHTS[2] * x[..., 2]
+    """Luma (B, h, w) of planes (B, 3, h, w)."""
+    return GRAY_WEIGHTS[0] * x[:, 0] + GRAY_WEIGHTS[1] * x[:, 1] + GRAY_WEIGHTS[2] * x[:, 2]
 
 
 def _blend(xp: Any, x: Any, other: Any, factor: Any) -> Any:
@@ -228,11 +229,11 @@ def _shift_hue(xp: Any, x: Any, shift: Any) -> Any:
     """RGB -> HSV, hue + ``shift`` (mod 1), -> RGB: torchvision's transform, in forms without
     equality tests of recomputed values (a compiler that fuses and re-rounds the inputs, as
     XLA's CPU emitters do, would otherwise pick no branch or two at ties)."""
-    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+    r, g, b = x[:, 0], x[:, 1], x[:, 2]
     red_top = (r >= g) & (r >= b)
     green_top = (g > r) & (g >= b)
     top = xp.where(red_top, r, xp.where(green_top, g, b))
-    bottom = xp.min(x, axis=-1)
+    bottom = xp.min(x, axis=1)
     spread = top - bottom
     flat = spread <= 0.0
     ones = xp.ones_like(top)
@@ -247,7 +248,7 @@ def _shift_hue(xp: Any, x: Any, shift: Any) -> Any:
         k = xp.remainder(offset + hue * 6.0, 6.0)
         ramp = xp.clip(xp.where(k < 4.0 - k, k, 4.0 - k), 0.0, 1.0)
         channels.append(top - top * saturation * ramp)
-    return xp.stack(channels, axis=-1)
+    return xp.stack(channels, axis=1)
 
 
 def apply_simclr_views(xp: Any, images: Any, params: dict[str, Any],
@@ -276,27 +277,29 @@ def apply_simclr_views(xp: Any, images: Any, params: dict[str, Any],
     rows = _resize_matrix(xp, box[:, 0], box[:, 2], height, size[0], no_flip, dtype)
     cols = _resize_matrix(xp, box[:, 1], box[:, 3], width, size[1], params["flip"], dtype)
     planes = xp.permute_dims(images, (0, 3, 1, 2))  # (B, 3, H, W)
-    planes = xp.matmul(xp.matmul(rows[:, None, :, :], planes),
-                       xp.permute_dims(cols, (0, 2, 1))[:, None, :, :])
-    x = xp.permute_dims(planes, (0, 2, 3, 1))  # (B, h, w, 3)
+    # the colour operations work on planes (B, 3, h, w), where a channel is a contiguous
+    # slice (on channels-last strides torch's elementwise ops ran 28 times slower)
+    x = xp.matmul(xp.matmul(rows[:, None, :, :], planes),
+                  xp.permute_dims(cols, (0, 2, 1))[:, None, :, :])
 
-    factors = params["factors"][:, None, None, :]
+    factors = params["factors"][:, :, None, None]  # (B, 4, 1, 1)
     jittered = x
     for position in range(4):
         current = jittered
         options = (
-            xp.clip(current * factors[..., 0:1], 0.0, 1.0),
+            xp.clip(current * factors[:, 0:1], 0.0, 1.0),
             _blend(xp, current, xp.mean(_gray(current), axis=(1, 2))[:, None, None, None],
-                   factors[..., 1:2]),
-            _blend(xp, current, _gray(current)[..., None], factors[..., 2:3]),
-            _shift_hue(xp, current, factors[..., 3]),
+                   factors[:, 1:2]),
+            _blend(xp, current, _gray(current)[:, None], factors[:, 2:3]),
+            _shift_hue(xp, current, factors[:, 3]),
         )
         step = params["order"][:, position][:, None, None, None]
         for operation, option in enumerate(options):
             jittered = xp.where(step == float(operation), option, jittered)
     x = xp.where(params["jitter"][:, None, None, None] > 0.5, jittered, x)
-    gray = _gray(x)[..., None]
-    return xp.where(params["gray"][:, None, None, None] > 0.5, gray + xp.zeros_like(x), x)
+    gray = _gray(x)[:, None]
+    x = xp.where(params["gray"][:, None, None, None] > 0.5, gray + xp.zeros_like(x), x)
+    return xp.permute_dims(x, (0, 2, 3, 1))  # (B, h, w, 3)
 
 
 def simclr_views(images: Any, index: Any, *, seed: int, epoch: int = 0, view: int = 0,
