@@ -89,9 +89,24 @@ def get_backend(name: str) -> Backend:
     return cast(Backend, module)
 
 
+#: Backend name per array type, filled at each type's first call. torch.compile traces a
+#: lookup keyed by the type, where it cannot trace the string work on a Parameter's type.
+_NAME_BY_TYPE: dict[type, str | None] = {}
+
+
+def register_array_types(name: str, *types: type) -> None:
+    """Record ``types`` as arrays of the backend ``name`` (a backend module does it for its
+    library's array and parameter types when it is loaded, before anything is compiled)."""
+    _NAME_BY_TYPE.update(dict.fromkeys(types, name))
+
+
 def _name_of(array: Any) -> str | None:
-    root = type(array).__module__.partition(".")[0]
-    return _ROOT_TO_BACKEND.get(root)
+    kind = type(array)
+    if kind in _NAME_BY_TYPE:
+        return _NAME_BY_TYPE[kind]
+    name = _ROOT_TO_BACKEND.get(kind.__module__.partition(".")[0])
+    _NAME_BY_TYPE[kind] = name
+    return name
 
 
 def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> Backend:

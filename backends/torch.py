@@ -9,12 +9,17 @@ import array_api_compat.torch as _compat
 import numpy as np
 import torch
 
+from . import register_array_types
+
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
     "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
 ]
 
 name = "torch"
+
+# Parameters among them: torch.compile cannot trace the string work that names a new type.
+register_array_types(name, torch.Tensor, torch.nn.Parameter)
 
 
 def _take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:

@@ -13,7 +13,8 @@ registered loss, the loss's own input layout), in float64 at batch 16.
 Tracing costs 1-20 s per loss on this machine (Dynamo interprets xrisk's Python: the
 multi-label pAUC loss, which builds one pAUC per label, is the slowest), about a minute for
 all of them on two quiet cores, more than the suite's budget allows. So APLoss (state table,
-index, pairwise surrogate) and CrossEntropyLoss (stateless) always run, and the sweep over
+index, pairwise surrogate), CrossEntropyLoss (stateless) and AUCMLoss (trainable
+auxiliaries) always run, and the sweep over
 every registered loss is marked ``slow`` and runs when asked for:
 ``pytest -m slow tests/test_torch_compile.py``.
 """
@@ -31,22 +32,9 @@ dynamo = pytest.importorskip("torch._dynamo")
 import xrisk  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-ALWAYS = ("APLoss", "CrossEntropyLoss")
-
-#: Losses that break the graph today, and why (a strict xfail flips when fixed): every loss
-#: with trainable auxiliaries (nn.Parameters a, b, alpha). LossDefinition.apply passes them to
-#: backends.backend_of (xrisk_core/losses/_base.py:445), whose _name_of
-#: (backends/__init__.py:93) reads type(array).__module__.partition("."); Dynamo holds
-#: type(parameter) as an in-graph callable (torch.nn.Parameter), not a constant class, and
-#: cannot trace str.partition on its __module__ (nor str.find, `in`, or the class's __mro__),
-#: so it breaks there; without fullgraph=True the call is split in two graphs.
-BREAKS = {
-    name: "graph break in backends.backend_of: Dynamo cannot trace "
-          "type(nn.Parameter).__module__.partition (backends/__init__.py:93)"
-    for name in ("AUCMLoss", "CompositionalAUCLoss", "MultiLabelAUCMLoss",
-                 "MIDAM_softmax_pooling_loss", "MIDAM_attention_pooling_loss")
-}
-
+#: Always run: a state table with an index and a pairwise surrogate; a stateless loss; and a
+#: loss with trainable auxiliaries (nn.Parameters), whose backend lookup once broke the graph.
+ALWAYS = ("APLoss", "CrossEntropyLoss", "AUCMLoss")
 
 def _families():
     sys.path.insert(0, str(BENCHMARKS))
@@ -97,8 +85,6 @@ def test_every_registered_loss_has_a_workload():
 def _params():
     for name in sorted(xrisk.LOSSES):
         marks = [] if name in ALWAYS else [pytest.mark.slow]
-        if name in BREAKS:
-            marks.append(pytest.mark.xfail(strict=True, reason=BREAKS[name]))
         yield pytest.param(name, marks=marks, id=name)
 
 
