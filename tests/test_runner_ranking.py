@@ -189,3 +189,32 @@ def test_reproduce_ranking_compares_the_four_methods(tmp_path):
         "torch-bce", "torch-ksong", "torch-listwise_ce", "torch-song"]
     assert summary["header"][3:5] == ["test ndcg@5", "test ndcg@10"]
     assert all(row[1] == "ndcg@10" for row in summary["rows"])
+
+
+def test_letor_svmlight_file_splits_its_queries(tmp_path):
+    pytest.importorskip("sklearn")
+    from xrisk.runner.ranking import load_ranking
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for q in range(40):
+        for d in range(6):
+            features = " ".join(f"{j + 1}:{rng.standard_normal():.3f}" for j in range(4))
+            lines.append(f"{int(d < 2) * (1 + d % 2)} qid:{100 + q} {features}")
+    path = tmp_path / "train.svm"
+    path.write_text("\n".join(lines) + "\n")
+    recipe = parse_recipe({"data": {"name": "letor", "path": str(path), "test_size": 0.25,
+                                    "validation_size": 0.2}, "method": "listwise_ce"})
+    data = load_ranking(recipe.data, seed=0)
+    val, test = set(data.val.query_ids.tolist()), set(data.test.query_ids.tolist())
+    assert (len(val), len(test), data.num_queries) == (8, 10, 22)
+    assert not val & test and data.features.shape == (22 * 6, 4)
+    assert data.test.relevance.tolist() == [2.0 if d == 1 else float(d == 0) for d in
+                                            range(6)] * 10
+    limited = load_ranking(parse_recipe({"data": {"name": "letor", "path": str(path),
+                                                  "limit": 20}, "method": "song"}).data, seed=0)
+    assert limited.num_queries + np.unique(limited.val.query_ids).size + np.unique(
+        limited.test.query_ids).size == 20
+    with pytest.raises(FileNotFoundError, match="data.path: received"):
+        load_ranking(parse_recipe({"data": {"name": "letor", "path": str(tmp_path / "no")},
+                                   "method": "song"}).data, seed=0)

@@ -127,6 +127,9 @@ def _letor_file(section: Any, split: str) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def _letor(section: Any, seed: int) -> RankingData:
     x, relevance, query = _letor_file(section, "train")
+    if section.limit is not None:  # the first ``limit`` queries (smoke runs)
+        first = query < section.limit
+        x, relevance, query = x[first], relevance[first], query[first]
     num_queries = int(query.max()) + 1
     if section.path is None:
         x_test, rel_test, q_test = _letor_file(section, "test")
@@ -183,7 +186,20 @@ def _letor(section: Any, seed: int) -> RankingData:
 
 
 def load_ranking(section: Any, *, seed: int) -> RankingData:
-    """The ranking data a recipe's ``data`` section names (``movielens`` or ``letor``)."""
+    """The ranking data a recipe's ``data`` section names (``movielens`` or ``letor``).
+
+    ``seed`` draws LETOR's validation (and, for a single file, test) queries; MovieLens's
+    splits are the protocol's, the same for every seed.
+
+    Examples
+    --------
+    >>> from xrisk.runner.ranking import load_ranking
+    >>> from xrisk.runner.recipe import parse_recipe
+    >>> recipe = parse_recipe({"data": {"name": "movielens", "limit": 50}, "method": "song"})
+    >>> data = load_ranking(recipe.data, seed=0)
+    >>> data.model, data.num_queries, data.test.inputs["items"].shape
+    ('neumf', 50, (50, 105))
+    """
     if section.name == "movielens":
         return _movielens(section)
     if section.name == "letor":
