@@ -67,7 +67,7 @@ class DataSection(_Section):
 
     ``imratio`` subsamples the positives of the **training** split only (validation and
     test keep the natural ratio); ``limit`` keeps a random subset of that many examples
-    (tests, smoke runs; users for movielens). ``tox21``: one ``task`` of the 12 (molecules
+    (tests, smoke runs; the first users of movielens, queries of letor). ``tox21``: one ``task`` of the 12 (molecules
     the assay did not test are dropped), Morgan fingerprints of ``fingerprint_bits`` bits
     (RDKit). Files (``path``): ``csv`` (features and a 0/1 ``label_column``),
     ``image_folder`` (class sub-folders; ``positive_classes`` names the positive ones),
