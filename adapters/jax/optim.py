@@ -118,6 +118,28 @@ def _map_states(opt_state: Any, change: Callable[[OptimizerState], OptimizerStat
     return new
 
 
+def _is_nnx_optimizer(value: Any) -> bool:
+    """A Flax NNX ``nnx.Optimizer`` (its state in NNX variables, updated in place)."""
+    return type(value).__module__.startswith("flax.") and hasattr(value, "opt_state") \
+        and hasattr(value, "tx")
+
+
+def _in_nnx_optimizer(optimizer: Any, change: Callable[[Any], Any]) -> Any:
+    """Apply ``change`` (a pure map of optax states) to an ``nnx.Optimizer``'s state: its
+    variables' values go through ``change`` and the new values are written back in place
+    (NNX refuses a new state assigned whole). Returns the optimizer."""
+    from flax import nnx
+
+    def is_variable(node: Any) -> bool:
+        return isinstance(node, nnx.Variable)
+
+    values = jax.tree.map(lambda v: v.get_value(), optimizer.opt_state, is_leaf=is_variable)
+    new = change(values)
+    jax.tree.map(lambda variable, value: variable.set_value(value), optimizer.opt_state, new,
+                 is_leaf=is_variable)
+    return optimizer
+
+
 class XRiskOptimizer(optax.GradientTransformationExtraArgs):
     """Base of the JAX optimizers: an optax transformation built on a core
     :class:`xrisk.optim.UpdateRule`; subclasses only fix the constructor (``rule_type`` and
@@ -146,18 +168,38 @@ class XRiskOptimizer(optax.GradientTransformationExtraArgs):
         return self.init.__self__.rule
 
     def update_lr(self, opt_state: Any, decay_factor: float) -> Any:
-        """Return ``opt_state`` with the learning rate(s) divided by ``decay_factor``."""
+        """Return ``opt_state`` with the learning rate(s) divided by ``decay_factor``.
+
+        ``opt_state`` may also be a Flax ``nnx.Optimizer`` holding this transformation: its
+        state is updated in place and the optimizer returned.
+        """
+        if _is_nnx_optimizer(opt_state):
+            return _in_nnx_optimizer(opt_state, lambda s: self.update_lr(s, decay_factor))
         return _map_states(opt_state, lambda s: update_lr(s, decay_factor),
                            f"{self.rule.name}.update_lr")
 
     def update_regularizer(self, opt_state: Any, decay_factor: float | None = None) -> Any:
         """New epoch-decay stage (each parameter's reference point becomes its average iterate
-        since the last call); the learning rate(s) are divided by ``decay_factor``."""
+        since the last call); the learning rate(s) are divided by ``decay_factor``.
+
+        ``opt_state`` may also be a Flax ``nnx.Optimizer`` holding this transformation
+        (``tx.update_regularizer(optimizer, 10)``): its state is updated in place and the
+        optimizer returned.
+        """
+        if _is_nnx_optimizer(opt_state):
+            return _in_nnx_optimizer(
+                opt_state, lambda s: self.update_regularizer(s, decay_factor))
         return _map_states(opt_state, lambda s: update_regularizer(s, decay_factor),
                            f"{self.rule.name}.update_regularizer")
 
     def current_learning_rate(self, opt_state: Any) -> Any:
-        """The learning rate of the next step (of the first xrisk state in ``opt_state``)."""
+        """The learning rate of the next step (of the first xrisk state in ``opt_state``, an
+        optax state or an ``nnx.Optimizer``)."""
+        if _is_nnx_optimizer(opt_state):
+            rates: list[Any] = []
+            _in_nnx_optimizer(opt_state, lambda s: rates.append(self.current_learning_rate(s))
+                              or s)
+            return rates[0]
         found: list[OptimizerState] = []
 
         def keep(state: OptimizerState) -> OptimizerState:
