@@ -206,3 +206,10 @@ def test_float32_views_agree_across_frameworks_to_float32_rounding() -> None:
     for name, output in outputs.items():
         assert output.dtype == np.float32, name
         np.testing.assert_allclose(output, expected, atol=1e-5, err_msg=name)
+
+
+def test_settings_from_yaml_lists_work_under_jit() -> None:
+    augment = SimCLRAugment(size=[8, 8], scale=[0.5, 1.0])  # type: ignore[arg-type]
+    assert augment.size == (8, 8) and augment.scale == (0.5, 1.0)
+    out = jax_views.simclr_views(_images(0), np.arange(BATCH), seed=0, augment=augment)
+    assert out.shape == (BATCH, 8, 8, 3)

@@ -79,6 +79,11 @@ class SimCLRAugment:
             raise ValueError(f"SimCLRAugment: {field}={value!r}; expected {expected}. "
                              f"Fix: {fix}.")
 
+        # lists (from YAML or JSON) become tuples: the size is a static argument of jax.jit
+        for field in ("size", "scale", "ratio"):
+            value = getattr(self, field)
+            if isinstance(value, list):
+                object.__setattr__(self, field, tuple(value))
         if self.size is not None and (
                 len(self.size) != 2 or any(isinstance(s, bool) or not isinstance(s, int)
                                            or s < 1 for s in self.size)):
