@@ -3,8 +3,11 @@ on the whole batch, usable in a ``tf.data`` map over batches and in ``tf.functio
 
 The crop boxes and jitter factors are a pure function of ``(seed, epoch, index, view)``,
 drawn by the core in numpy (``tf.numpy_function``): the same key gives the same views as the
-torch and JAX adapters, in any batch and after a restart. ``namespace`` is the array-API
-subset the core's transform needs, in TensorFlow ops.
+torch and JAX adapters, in any batch and after a restart (TensorFlow's own stateless random
+ops would be reproducible too, but not equal to the other frameworks' draws). The draw is a
+``tf.numpy_function`` (a few microseconds per image, under the GIL), so a graph holding it
+cannot be saved into a SavedModel or sent to the tf.data service; the transform itself is
+plain TensorFlow ops. ``namespace`` is the array-API subset the core's transform needs.
 
 >>> import numpy as np
 >>> import tensorflow as tf
