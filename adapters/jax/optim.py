@@ -124,19 +124,24 @@ def _is_nnx_optimizer(value: Any) -> bool:
         and hasattr(value, "tx")
 
 
+def _is_variable(node: Any) -> bool:
+    from flax import nnx
+
+    return isinstance(node, nnx.Variable)
+
+
+def _nnx_state_values(optimizer: Any) -> Any:
+    """The values of an ``nnx.Optimizer``'s state variables, as the optax state pytree."""
+    return jax.tree.map(lambda v: v.get_value(), optimizer.opt_state, is_leaf=_is_variable)
+
+
 def _in_nnx_optimizer(optimizer: Any, change: Callable[[Any], Any]) -> Any:
     """Apply ``change`` (a pure map of optax states) to an ``nnx.Optimizer``'s state: its
     variables' values go through ``change`` and the new values are written back in place
     (NNX refuses a new state assigned whole). Returns the optimizer."""
-    from flax import nnx
-
-    def is_variable(node: Any) -> bool:
-        return isinstance(node, nnx.Variable)
-
-    values = jax.tree.map(lambda v: v.get_value(), optimizer.opt_state, is_leaf=is_variable)
-    new = change(values)
+    new = change(_nnx_state_values(optimizer))
     jax.tree.map(lambda variable, value: variable.set_value(value), optimizer.opt_state, new,
-                 is_leaf=is_variable)
+                 is_leaf=_is_variable)
     return optimizer
 
 
@@ -196,10 +201,7 @@ class XRiskOptimizer(optax.GradientTransformationExtraArgs):
         """The learning rate of the next step (of the first xrisk state in ``opt_state``, an
         optax state or an ``nnx.Optimizer``)."""
         if _is_nnx_optimizer(opt_state):
-            rates: list[Any] = []
-            _in_nnx_optimizer(opt_state, lambda s: rates.append(self.current_learning_rate(s))
-                              or s)
-            return rates[0]
+            return self.current_learning_rate(_nnx_state_values(opt_state))
         found: list[OptimizerState] = []
 
         def keep(state: OptimizerState) -> OptimizerState:
