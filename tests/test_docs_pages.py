@@ -56,6 +56,30 @@ def code_blocks(text: str) -> list[tuple[str, int, str]]:
     return blocks
 
 
+#: A pymdownx.snippets include line: ``--8<-- "path"`` or ``--8<-- "path:section"``.
+_INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$', re.MULTILINE)
+#: Files whose blocks another test runs (a page including them does not run them again).
+_TESTED_ELSEWHERE = {"README.md": "tests/test_readme.py"}
+
+
+def page_text(page: Path, root: Path = ROOT) -> str:
+    """The page as the site shows it: its snippet includes expanded (paths from the root).
+
+    Includes of a file that another test runs (:data:`_TESTED_ELSEWHERE`) stay as they are.
+    """
+
+    def include(match: re.Match[str]) -> str:
+        if match["path"] in _TESTED_ELSEWHERE:
+            return match[0]
+        text = (root / match["path"]).read_text()
+        if match["section"]:
+            text = text.split(f"[start:{match['section']}]", 1)[1]
+            text = text.split(f"[end:{match['section']}]", 1)[0].split("\n", 1)[1]
+        return text
+
+    return _INCLUDE.sub(include, page.read_text())
+
+
 def _page_id(page: Path) -> str:
     return page.relative_to(DOCS).as_posix()
 
@@ -63,7 +87,16 @@ def _page_id(page: Path) -> str:
 def test_the_site_has_pages_with_code():
     assert len(PAGES) >= 10
     assert sum(language == "python" for page in PAGES
-               for language, _, _ in code_blocks(page.read_text())) >= 10
+               for language, _, _ in code_blocks(page_text(page))) >= 10
+
+
+def test_included_files_are_part_of_the_page(tmp_path):
+    (tmp_path / "notes.md").write_text("Intro.\n\n```python\nx = 1\n```\n")
+    page = tmp_path / "page.md"
+    page.write_text('# Page\n\n--8<-- "notes.md"\n\n--8<-- "README.md:quickstart"\n')
+    text = page_text(page, root=tmp_path)
+    assert code_blocks(text) == [("python", 6, "x = 1\n")]  # README's blocks run elsewhere
+    assert '--8<-- "README.md:quickstart"' in text
 
 
 def test_code_blocks_are_found_with_their_lines():
@@ -74,7 +107,7 @@ def test_code_blocks_are_found_with_their_lines():
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_no_python_block_hides_under_another_name(page):
     hidden = [f"{_page_id(page)}:{line - 1}: ```{language}"
-              for language, line, _ in code_blocks(page.read_text())
+              for language, line, _ in code_blocks(page_text(page))
               if language in _UNRUN_PYTHON]
     assert not hidden, ("fence Python that runs as ```python and Python that must not run as "
                         "```text:\n" + "\n".join(hidden))
@@ -82,7 +115,7 @@ def test_no_python_block_hides_under_another_name(page):
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_page_runs(page):
-    text = page.read_text()
+    text = page_text(page)
     filename = str(page)
     # The page is the source of its code: tracebacks and inspect.getsource (AutoGraph's
     # transformation in tf.function) read the page's own lines.
