@@ -182,7 +182,8 @@ def test_reproduce_ranking_compares_the_four_methods(tmp_path):
     from xrisk.runner.api import reproduce
 
     results = reproduce("ranking", tmp_path, progress=False, overrides=[
-        "seeds=1", "epochs=1", "data.limit=20", "sampler.num_queries=8", "sampler.num_neg=10"])
+        "seeds=1", "epochs=2", "schedule.warmup_epochs=1", "data.limit=20",
+        "sampler.num_queries=8", "sampler.num_neg=10"])
     assert list(results) == ["bce", "listwise_ce", "song", "ksong"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert sorted(row[0] for row in summary["rows"]) == [
