@@ -65,18 +65,18 @@ _IMAGE_DATA = ("image_folder", "chexpert")
 class DataSection(_Section):
     """Which data set, how it is made binary and imbalanced, and how it is split.
 
-    ``imratio`` subsamples the positives of the **training** split only (validation and
-    test keep the natural ratio); ``limit`` keeps a random subset of that many examples
-    (tests, smoke runs; the first users of movielens, queries of letor). ``tox21``: one ``task`` of the 12 (molecules
-    the assay did not test are dropped), Morgan fingerprints of ``fingerprint_bits`` bits
-    (RDKit). Files (``path``): ``csv`` (features and a 0/1 ``label_column``),
-    ``image_folder`` (class sub-folders; ``positive_classes`` names the positive ones),
-    ``smiles_csv`` (``smiles_column`` and a 0/1 ``label_column``, Morgan fingerprints,
-    ``split: scaffold`` by default), ``medmnist`` (its own train/val/test splits;
-    ``positive_classes`` by number), ``chexpert`` (a CheXpert CSV, ``task`` one of the five,
-    images under ``image_root``, ``uncertain`` per-task policy). Ranking: ``movielens``
-    (shipped, the paper's protocol) and ``letor`` (the shipped LightGBM set, or an svmlight
-    ``path`` with ``qid``).
+    ``imratio`` subsamples the positives of the **training** split only (validation and test
+    keep the natural ratio); ``limit`` keeps a random subset of that many examples (tests,
+    smoke runs; the first users of movielens, queries of letor). ``tox21``: one ``task`` of
+    the 12 (molecules the assay did not test are dropped), Morgan fingerprints of
+    ``fingerprint_bits`` bits (RDKit). Files (``path``): ``csv`` (features and a 0/1
+    ``label_column``), ``image_folder`` (class sub-folders; ``positive_classes`` names the
+    positive ones), ``smiles_csv`` (``smiles_column`` and a 0/1 ``label_column``, Morgan
+    fingerprints, ``split: scaffold`` by default), ``medmnist`` (its own train/val/test
+    splits; ``positive_classes`` by number), ``chexpert`` (a CheXpert CSV, ``task`` one of
+    the five, images under ``image_root``, ``uncertain`` per-task policy). Ranking:
+    ``movielens`` (shipped, the paper's protocol) and ``letor`` (the shipped LightGBM set,
+    or an svmlight ``path`` with ``qid``).
     """
 
     name: Literal["breast_cancer", "digits", "mnist_5k", "tox21", "csv", "image_folder",
