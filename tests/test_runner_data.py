@@ -288,3 +288,21 @@ def test_runner_trains_on_an_image_folder(tmp_path):
                      "model": {"hidden": [4]}, "sampler": {"batch_size": 8}},
                     tmp_path / "run", progress=False)
     assert len(results[0].history) == 2 and "auroc" in results[0].test
+
+
+def test_runner_reads_only_the_images_limit_keeps(tmp_path, monkeypatch):
+    from xrisk.datasets import image_folder
+
+    root = _image_folder(tmp_path, {"ok": 40, "sick": 24}, size=5)
+    read: list[Path] = []
+    real = image_folder.read_image
+
+    def counting(path, **kwargs):
+        read.append(Path(path))
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(image_folder, "read_image", counting)
+    _, s = _splits({"name": "image_folder", "path": str(root), "positive_classes": ["sick"],
+                    "image_size": 4, "limit": 20, "test_size": 0.25})
+    assert len(read) == len(set(read)) == 20
+    assert s.y_train.size + s.y_val.size + s.y_test.size == 20
