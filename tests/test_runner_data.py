@@ -306,3 +306,37 @@ def test_runner_reads_only_the_images_limit_keeps(tmp_path, monkeypatch):
                     "image_size": 4, "limit": 20, "test_size": 0.25})
     assert len(read) == len(set(read)) == 20
     assert s.y_train.size + s.y_val.size + s.y_test.size == 20
+
+
+def test_runner_images_reach_a_conv_model_as_images(tmp_path):
+    """With ``images`` each kind keeps its images (N, H, W, C): MedMNIST's own, the image
+    folder's at image_size, MNIST-5k 28x28, digits 8x8; grayscale gets a channel axis, and
+    standardizing is per channel."""
+    from xrisk.runner.data import load_splits
+
+    rng = np.random.default_rng(1)
+    arrays = {}
+    for split, n in (("train", 30), ("val", 10), ("test", 12)):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (n, 5, 5, 3), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(n) % 2).reshape(n, 1)
+    np.savez(tmp_path / "m.npz", **arrays)
+    recipe, _ = _splits({"name": "medmnist", "path": str(tmp_path / "m.npz"),
+                         "standardize": False})
+    s = load_splits(recipe.data, seed=0, dtype="float64", images=True)
+    assert s.x_train.shape == (30, 5, 5, 3) and s.x_test.shape == (12, 5, 5, 3)
+    assert np.allclose(s.x_test * 255, arrays["test_images"])
+    root = _image_folder(tmp_path / "folder", {"ok": 20, "sick": 12}, size=5)
+    recipe, _ = _splits({"name": "image_folder", "path": str(root),
+                         "positive_classes": ["sick"], "image_size": 4})
+    s = load_splits(recipe.data, seed=0, dtype="float64", images=True)
+    assert s.x_train.shape[1:] == (4, 4, 1)
+    assert s.x_train.mean() == pytest.approx(0, abs=1e-9)  # one channel's statistics
+    assert s.x_train.std() == pytest.approx(1, abs=1e-9)
+    for name, side in (("mnist_5k", 28), ("digits", 8)):
+        recipe, flat = _splits({"name": name, "limit": 40})
+        s = load_splits(recipe.data, seed=0, dtype="float32", images=True)
+        assert s.x_train.shape[1:] == (side, side, 1) and flat.x_train.shape[1] == side * side
+        np.testing.assert_array_equal(s.y_train, flat.y_train)
+    recipe, _ = _splits({"name": "breast_cancer"})
+    with pytest.raises(ValueError, match="received 'breast_cancer' for a conv model"):
+        load_splits(recipe.data, seed=0, dtype="float64", images=True)

@@ -101,6 +101,13 @@ def test_defaults_table_lists_every_method():
     ({**BASE, "data": {"name": "tox21", "task": "NR-ARR"}},
      ["data.task", "'NR-ARR'", "did you mean 'NR-AR'", "Fix"]),
     ({**BASE, "data": {"name": "digits", "task": "NR-AR"}}, ["data.task", "tox21 only"]),
+    ({**BASE, "model": {"name": "resnet20"}},
+     ["model.name", "'resnet20'", "'breast_cancer'", "image data", "Fix: use model.name mlp"]),
+    ({**BASE, "data": {"name": "digits"}, "model": {"name": "conv_encoder"},
+      "framework": "jax"}, ["model.name", "'conv_encoder'", "'jax'", "Fix: set framework"]),
+    ({**BASE, "data": {"name": "digits"}, "model": {"name": "neumf"}},
+     ["model.name", "'neumf'", "'digits'", "Fix"]),
+    ({**BASE, "model": {"name": "resnet"}}, ["model.name", "'resnet'", "'resnet20'"]),
 ])
 def test_errors_name_the_field_the_value_and_the_fix(raw, pieces):
     message = _error(raw)
@@ -205,3 +212,9 @@ def test_the_user_guide_shows_the_generated_methods_table():
     if not guide.is_file():
         pytest.skip("docs/runner.md is not shipped here")
     assert defaults_table() in guide.read_text()
+
+
+@pytest.mark.parametrize("name", ["resnet20", "conv_encoder"])
+def test_conv_models_take_image_data(name):
+    recipe = parse_recipe({**BASE, "data": {"name": "mnist_5k"}, "model": {"name": name}})
+    assert recipe.model.name == name

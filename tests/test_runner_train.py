@@ -134,8 +134,9 @@ def test_the_warmup_reinitialises_the_last_layer_only(recipe_file, tmp_path):
     run_seed(recipe, 0, tmp_path / "a", progress=False, on_batch=on_batch)
     warm = _arrays(tmp_path / "a" / "checkpoints" / "epoch-0000.npz")
     main = _arrays(tmp_path / "a" / "checkpoints" / "epoch-0001.npz")
-    np.testing.assert_allclose(main["model/0/kernel"], warm["model/0/kernel"], atol=1e-9)
-    assert not np.allclose(main["model/1/kernel"], warm["model/1/kernel"], atol=1e-3)
+    np.testing.assert_allclose(main["model/mlp.0/kernel"], warm["model/mlp.0/kernel"],
+                               atol=1e-9)
+    assert not np.allclose(main["model/out/kernel"], warm["model/out/kernel"], atol=1e-3)
     assert snapshots == [0, 1]
 
 
@@ -253,3 +254,49 @@ def test_a_csv_of_features_trains(tmp_path):
         train({**recipe, "data": {"name": "csv", "path": str(tmp_path / "bad.csv"),
                                   "label_column": "target"}}, tmp_path / "out2",
               progress=False, write_report=False)
+
+
+def test_a_tiny_resnet20_trains_on_8x8_images_and_resumes(tmp_path):
+    """digits' 8x8 images reach ResNet20 as images (one channel: the stem's kernel is
+    (3, 3, 1, 16)); BatchNorm's running statistics are checkpointed; a run resumed after
+    its first epoch ends where the uninterrupted one does."""
+    from xrisk.runner.engine import run_seed
+
+    raw = {"method": "soap", "dtype": "float64", "epochs": 2, "model": {"name": "resnet20"},
+           "data": {"name": "digits", "limit": 120}, "sampler": {"batch_size": 16},
+           "schedule": {"warmup_epochs": 1, "reinit_last_layer": True},
+           "evaluation": {"early_stopping": False}}
+    recipe = load_recipe(raw)
+    whole = run_seed(recipe, 0, tmp_path / "whole", progress=False)
+    assert [row["phase"] for row in whole.history] == ["warmup", "main"]
+    assert all(np.isfinite(row["loss"]) for row in whole.history)
+    weights = _checkpoint(tmp_path / "whole")
+    assert weights["model/conv1/kernel"].shape == (3, 3, 1, 16)
+    assert weights["model/linear/kernel"].shape == (64, 1)
+    assert not np.array_equal(weights["model/bn1/mean"], np.zeros(16))  # statistics moved
+
+    def on_batch(epoch, batch, loss):
+        if (epoch, batch) == (1, 1):
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_seed(recipe, 0, tmp_path / "part", progress=False, on_batch=on_batch)
+    resumed = run_seed(recipe, 0, tmp_path / "part", resume=True, progress=False)
+    assert resumed.history == whole.history
+    np.testing.assert_array_equal(
+        _arrays(tmp_path / "part" / "predictions.npz")["test_logits"],
+        _arrays(tmp_path / "whole" / "predictions.npz")["test_logits"])
+
+
+def test_a_conv_encoder_classifies_images(tmp_path):
+    from xrisk.runner.engine import run_seed
+
+    recipe = load_recipe({"method": "pesg", "epochs": 1, "data": {"name": "digits",
+                                                                 "limit": 100},
+                          "model": {"name": "conv_encoder", "widths": [4, 8], "hidden": [4]},
+                          "sampler": {"batch_size": 16}})
+    result = run_seed(recipe, 0, tmp_path, progress=False)
+    weights = _checkpoint(tmp_path)
+    assert weights["model/encoder.conv0/kernel"].shape == (3, 3, 1, 4)
+    assert weights["model/head.dense1/kernel"].shape == (4, 1)
+    assert 0 <= result.test["auroc"] <= 1

@@ -18,7 +18,16 @@ from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
 from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import load_weights, mlp, mlp_layers, model_weights, neumf, set_mlp_layers
+from .models import (
+    conv_encoder,
+    load_weights,
+    mlp,
+    mlp_layers,
+    model_weights,
+    neumf,
+    resnet20,
+    set_mlp_layers,
+)
 
 __all__ = ["RankingSession", "Session"]
 
@@ -30,18 +39,30 @@ def _to_numpy(value: Any) -> np.ndarray | None:
 class Session:
     """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`."""
 
-    def __init__(self, splits: Splits, layers: list[tuple[np.ndarray, np.ndarray]], *,
+    def __init__(self, splits: Splits, weights: dict[str, np.ndarray], *, model: str,
                  activation: str, dtype: str, seed: int) -> None:
         self.dtype = dtype
-        self.model = mlp(layers, activation=activation)
+        self.kind = model
+        if model == "mlp":
+            self.model: torch.nn.Module = mlp(weights_layers(weights), activation=activation)
+        elif model in ("resnet20", "conv_encoder"):
+            self.model = resnet20(weights) if model == "resnet20" else conv_encoder(weights)
+        else:
+            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
+                             "'conv_encoder'. Fix: set model.name to one of those.")
         # torch's global generator (dropout, user layers) starts from the run's seed; the
         # checkpoint keeps its state.
         torch.manual_seed(seed)
-        self.x_train = torch.from_numpy(splits.x_train)
+        self.x_train = self._inputs(splits.x_train)
         self.y_train = torch.from_numpy(splits.y_train)
         self.num_samples = splits.y_train.size
         self.loss_fn: Any = None
         self.optimizer: Any = None
+
+    def _inputs(self, x: np.ndarray) -> torch.Tensor:
+        """Features as they are; images (N, H, W, C) as torch's (N, C, H, W)."""
+        tensor = torch.from_numpy(x)
+        return tensor.permute(0, 3, 1, 2).contiguous() if tensor.ndim == 4 else tensor
 
     def start(self, phase: Phase) -> None:
         self.loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
@@ -63,15 +84,22 @@ class Session:
             yield loss.detach()
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        self.model.eval()
-        with torch.no_grad():
-            return self.model(torch.from_numpy(x))[:, 0].numpy().copy()
+        self.model.eval()  # BatchNorm: running statistics
+        inputs = self._inputs(x)
+        with torch.no_grad():  # in chunks: a conv net's activations of a whole split are big
+            return torch.cat([self.model(inputs[i:i + 1024])[:, 0]
+                              for i in range(0, max(len(inputs), 1), 1024)]).numpy().copy()
 
-    def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        return mlp_layers(self.model)
+    def weights(self) -> dict[str, np.ndarray]:
+        if self.kind == "mlp":
+            return layers_weights(mlp_layers(self.model))
+        return model_weights(self.model)
 
-    def set_layers(self, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        set_mlp_layers(self.model, layers)
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        if self.kind == "mlp":
+            set_mlp_layers(self.model, weights_layers(weights))
+        else:
+            load_weights(self.model, weights)
 
     def decay(self, factor: float, *, regularizer: bool) -> None:
         if regularizer:

@@ -22,7 +22,8 @@ __all__ = ["Splits", "load_splits", "read_csv_features"]
 
 @dataclass(frozen=True)
 class Splits:
-    """Features (N, D) in the recipe's dtype and 0/1 labels (N,) of the same dtype."""
+    """Features (N, D), or images (N, H, W, C) for a conv model, in the recipe's dtype, and
+    0/1 labels (N,) of the same dtype."""
 
     x_train: np.ndarray
     y_train: np.ndarray
@@ -94,10 +95,10 @@ def _labels_of(section: Any, labels: np.ndarray, path: Any) -> np.ndarray:
 
 
 def _images(dataset: Any, rows: np.ndarray | None) -> np.ndarray:
-    """Read the images of a lazily reading dataset (``rows`` only), flattened (N, H*W...)."""
+    """Read the images of a lazily reading dataset (``rows`` only): (N, H, W[, C])."""
     index = np.arange(len(dataset)) if rows is None else rows
     x, _, _ = dataset.batch(index)
-    return np.asarray(x, dtype=np.float64).reshape(len(index), -1)
+    return np.asarray(x, dtype=np.float64)
 
 
 def _raw(section: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -118,10 +119,10 @@ def _raw(section: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
     if section.name == "breast_cancer":
         return datasets.load_breast_cancer()
     if section.name == "digits":
-        return datasets.load_digits(positive_class=section.positive_class)
+        x, y = datasets.load_digits(positive_class=section.positive_class)
+        return x.reshape(len(x), 8, 8), y  # the 8x8 images, row by row
     if section.name == "mnist_5k":
-        x, y = datasets.load_mnist_5k(positive_class=section.positive_class, seed=0)
-        return x.reshape(len(x), -1), y
+        return datasets.load_mnist_5k(positive_class=section.positive_class, seed=0)
     if section.name in ("image_folder", "chexpert"):
         if section.name == "image_folder":
             dataset = datasets.binary_image_folder(
@@ -162,7 +163,7 @@ def _medmnist(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
         rows = _limited(section, y.size, seed)
         if rows is not None:
             x, y = x[rows], y[rows]
-        out.append((x.reshape(len(x), -1).astype(np.float64), y.astype(np.int64)))
+        out.append((x.astype(np.float64), y.astype(np.int64)))
     return out
 
 
@@ -184,11 +185,25 @@ def _split(section: Any, x: np.ndarray, y: np.ndarray, seed: int
     return [(x_train, y_train), (x_val, y_val), (x_test, y_test)]
 
 
-def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
+def _flat(x: np.ndarray) -> np.ndarray:
+    return x.reshape(len(x), -1) if x.ndim > 2 else x
+
+
+def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False) -> Splits:
     """Split ``section``'s data set (stratified, from ``seed``; the scaffold split for
     SMILES; MedMNIST's own splits): test, then validation from the rest; subsample the
     training positives to ``imratio``; standardize with the training split's statistics;
-    cast to ``dtype``."""
+    cast to ``dtype``.
+
+    Features are flattened (N, D), or with ``images`` (a conv model) kept as images
+    (N, H, W, C), C = 1 for grayscale, standardized per channel; ``images`` needs image data
+    (:data:`xrisk.runner.recipe.IMAGE_KINDS`).
+    """
+    from .recipe import IMAGE_KINDS
+
+    if images and section.name not in IMAGE_KINDS:
+        raise ValueError(f"data.name: received {section.name!r} for a conv model; expected "
+                         f"image data, one of {list(IMAGE_KINDS)}. Fix: use model.name mlp.")
     from xrisk.datasets import ImbalancedDataGenerator
 
     if section.name in ("movielens", "letor"):
@@ -197,8 +212,12 @@ def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
                          "for this data).")
     if section.name == "medmnist":
         parts = _medmnist(section, seed)
+        shape = parts[0][0].shape[1:]
+        parts = [(_flat(x), y) for x, y in parts]
     else:
         x, y = _raw(section, seed)
+        shape = x.shape[1:]
+        x = _flat(x)
         if section.name not in ("image_folder", "chexpert"):  # those were limited on read
             rows = _limited(section, y.size, seed)
             if rows is not None:
@@ -226,8 +245,12 @@ def load_splits(section: Any, *, seed: int, dtype: str) -> Splits:
     if section.imratio is not None and y_train.mean() > section.imratio:
         x_train, y_train = ImbalancedDataGenerator(section.imratio, seed=seed).transform(
             x_train, y_train)
+    if images:  # (N, H, W, C), a channel axis added to grayscale images
+        full = (*shape, 1) if len(shape) == 2 else tuple(shape)
+        x_train, x_val, x_test = (a.reshape(len(a), *full) for a in (x_train, x_val, x_test))
     if section.standardize:
-        mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+        axes = tuple(range(x_train.ndim - 1)) if images else 0  # per channel / per column
+        mean, std = x_train.mean(axis=axes), x_train.std(axis=axes)
         std = np.where(std > 0, std, 1.0)  # constant columns (MNIST borders) stay 0
         x_train, x_val, x_test = ((a - mean) / std for a in (x_train, x_val, x_test))
     cast = np.dtype(dtype)

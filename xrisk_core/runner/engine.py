@@ -36,11 +36,19 @@ import xrisk
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from .data import Splits, load_splits
-from .models import Layers, glorot_layer, mlp_weights
-from .recipe import Recipe, RecipeError
+from .models import (
+    Weights,
+    conv_encoder_weights,
+    glorot_layer,
+    layer_paths,
+    layers_weights,
+    mlp_weights,
+    resnet20_weights,
+)
+from .recipe import CONV_MODELS, Recipe, RecipeError
 
 __all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
-           "session_class", "import_framework"]
+           "session_class", "import_framework", "initial_weights"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ def loss_arguments(phase: Phase, num_samples: int) -> dict[str, Any]:
 class Session(Protocol):
     """What a framework adapter provides (``xrisk.<framework>.runner.Session``)."""
 
-    def __init__(self, splits: Splits, layers: Layers, *, activation: str, dtype: str,
+    def __init__(self, splits: Splits, weights: Weights, *, model: str, activation: str, dtype: str,
                  seed: int) -> None: ...
 
     def start(self, phase: Phase) -> None:
@@ -114,10 +122,10 @@ class Session(Protocol):
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Logits (N,) as numpy."""
 
-    def layers(self) -> Layers:
-        """The model's weights as numpy ``[(kernel (in, out), bias), ...]``."""
+    def weights(self) -> Weights:
+        """The model's weights as numpy, in :mod:`xrisk.runner.models`' canonical layout."""
 
-    def set_layers(self, layers: Layers) -> None: ...
+    def set_weights(self, weights: Weights) -> None: ...
 
     def decay(self, factor: float, *, regularizer: bool) -> None:
         """``update_regularizer(factor)`` (a new proximal stage) or ``update_lr(factor)``."""
@@ -189,17 +197,37 @@ def _write_logs(run_dir: Path, history: list[dict[str, Any]]) -> None:
         writer.writerows(history)
 
 
-def _layers_arrays(prefix: str, layers: Layers) -> dict[str, np.ndarray]:
-    out = {}
-    for i, (kernel, bias) in enumerate(layers):
-        out[f"{prefix}/{i}/kernel"], out[f"{prefix}/{i}/bias"] = kernel, bias
-    return out
+def _prefixed(prefix: str, weights: Weights) -> dict[str, np.ndarray]:
+    return {f"{prefix}/{key}": value for key, value in weights.items()}
 
 
-def _arrays_layers(prefix: str, arrays: dict[str, np.ndarray]) -> Layers:
-    count = sum(1 for key in arrays if key.startswith(f"{prefix}/") and key.endswith("/kernel"))
-    return [(arrays[f"{prefix}/{i}/kernel"], arrays[f"{prefix}/{i}/bias"])
-            for i in range(count)]
+def _unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> Weights:
+    return {key[len(prefix) + 1:]: value for key, value in arrays.items()
+            if key.startswith(f"{prefix}/")}
+
+
+def initial_weights(recipe: Recipe, splits: Splits, seed: int) -> Weights:
+    """The model of ``recipe.model`` for ``splits``, drawn from ``seed`` by its weight
+    constructor (:mod:`xrisk.runner.models`), one output: the MLP over flattened features
+    (N, D), ResNet20 and the conv encoder over images (N, H, W, C)."""
+    model = recipe.model
+    if model.name == "resnet20":
+        return resnet20_weights(1, in_channels=splits.x_train.shape[-1], seed=seed,
+                                dtype=recipe.dtype)
+    if model.name == "conv_encoder":
+        return conv_encoder_weights(in_channels=splits.x_train.shape[-1], widths=model.widths,
+                                    projection=(*model.hidden, 1), seed=seed,
+                                    dtype=recipe.dtype)
+    return layers_weights(mlp_weights(splits.x_train.shape[1], model.hidden, 1, seed=seed,
+                                      dtype=recipe.dtype))
+
+
+def _output_layer(weights: Weights) -> str:
+    """The path of the layer that gives the logit (the last dense layer)."""
+    for path in ("out", "linear"):
+        if f"{path}/kernel" in weights:
+            return path
+    return layer_paths(weights, "head.dense")[-1]
 
 
 class _Progress:
@@ -251,10 +279,11 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         raise FileExistsError(
             f"{run_dir}: holds a run already (checkpoints/latest.json). Fix: pass --resume "
             "to continue it, or choose another output folder (--out).")
-    splits = load_splits(recipe.data, seed=seed, dtype=recipe.dtype)
-    layers = mlp_weights(splits.x_train.shape[1], recipe.model.hidden, 1, seed=seed,
-                         dtype=recipe.dtype)
-    session = session_class(recipe.framework)(splits, layers, activation=recipe.model.activation,
+    splits = load_splits(recipe.data, seed=seed, dtype=recipe.dtype,
+                         images=recipe.model.name in CONV_MODELS)
+    weights = initial_weights(recipe, splits, seed)
+    session = session_class(recipe.framework)(splits, weights, model=recipe.model.name,
+                                              activation=recipe.model.activation,
                                               dtype=recipe.dtype, seed=seed)
     warmup, main = phases(recipe)
     schedule, epochs = recipe.schedule, recipe.epochs
@@ -273,7 +302,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     target = recipe.metric
     best = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
     history: list[dict[str, Any]] = []
-    best_layers = layers
+    best_weights = weights
     start, started, seconds_before, stopped_early = 0, None, 0.0, False
     if resume and latest_checkpoint(checkpoints) is not None:
         arrays, meta = load_checkpoint(checkpoints)
@@ -282,8 +311,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
                              "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
         seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
-        session.set_layers(_arrays_layers("model", arrays))
-        best_layers = _arrays_layers("best", arrays)
+        session.set_weights(_unprefixed("model", arrays))
+        best_weights = _unprefixed("best", arrays)
         rng.bit_generator.state = meta["rng"]
         sampler.load_state_dict(meta["sampler"])
         phase_now = warmup if warmup is not None and start < schedule.warmup_epochs else main
@@ -300,10 +329,11 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         phase = warmup if warmup is not None and epoch < schedule.warmup_epochs else main
         if started != phase.name:
             if phase is main and warmup is not None and schedule.reinit_last_layer:
-                kernel, _ = session.layers()[-1]
-                fan_in, fan_out = kernel.shape
-                new_last = glorot_layer(rng, fan_in, fan_out, recipe.dtype)
-                session.set_layers([*session.layers()[:-1], new_last])
+                now = session.weights()
+                last = _output_layer(now)
+                fan_in, fan_out = now[f"{last}/kernel"].shape
+                kernel, bias = glorot_layer(rng, fan_in, fan_out, recipe.dtype)
+                session.set_weights({**now, f"{last}/kernel": kernel, f"{last}/bias": bias})
             session.start(phase)
             started = phase.name
         if epoch in decay_epochs:
@@ -327,7 +357,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
             if watched is None or watched > best["value"]:
                 best = {"value": -math.inf if watched is None else watched, "epoch": epoch,
                         "bad_epochs": 0}
-                best_layers = session.layers()
+                best_weights = session.weights()
             else:
                 best["bad_epochs"] += 1
         stopped_early = (recipe.evaluation.early_stopping and phase is main
@@ -335,7 +365,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
                          and best["bad_epochs"] >= recipe.evaluation.patience)
         session_arrays, session_meta = session.state()
         save_checkpoint(checkpoints, epoch, {
-            **_layers_arrays("model", session.layers()), **_layers_arrays("best", best_layers),
+            **_prefixed("model", session.weights()), **_prefixed("best", best_weights),
             **{f"session/{k}": v for k, v in session_arrays.items()}}, {
             "recipe": recipe.to_dict(), "history": history, "best": best,
             "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
@@ -350,7 +380,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         if stopped_early:
             break
     bar.close()
-    return _finish(recipe, seed, run_dir, session, splits, history, best, best_layers,
+    return _finish(recipe, seed, run_dir, session, splits, history, best, best_weights,
                    seconds_before + time.perf_counter() - began, stopped_early)
 
 
@@ -366,11 +396,11 @@ def main_stages(recipe: Recipe) -> bool:
 
 
 def _finish(recipe: Recipe, seed: int, run_dir: Path, session: Session, splits: Splits,
-            history: list[dict[str, Any]], best: dict[str, Any], best_layers: Layers,
+            history: list[dict[str, Any]], best: dict[str, Any], best_weights: Weights,
             seconds: float, stopped_early: bool) -> RunResult:
     """Select the best epoch's model, score it, write predictions.npz and result.json."""
     best_epoch = best["epoch"] if best["epoch"] >= 0 else history[-1]["epoch"]
-    session.set_layers(best_layers)
+    session.set_weights(best_weights)
     test_logits = session.predict(splits.x_test)
     val_logits = session.predict(splits.x_val)
     test = _metrics(recipe, splits.y_test, test_logits)

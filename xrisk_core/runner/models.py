@@ -32,8 +32,8 @@ import numpy as np
 
 __all__ = ["BATCH_NORM_EPS", "BATCH_NORM_MOMENTUM", "Layers", "MODEL_NAMES",
            "WEIGHT_CONSTRUCTORS", "Weights", "conv_encoder_weights", "glorot_layer",
-           "layer_paths", "mlp_weights", "neumf_weights", "parameter_count", "resnet20_blocks",
-           "resnet20_weights"]
+           "layer_paths", "layers_weights", "mlp_weights", "neumf_weights", "parameter_count",
+           "resnet20_blocks", "resnet20_weights", "weights_layers"]
 
 Layers = list[tuple[np.ndarray, np.ndarray]]
 Weights = dict[str, np.ndarray]
@@ -217,6 +217,21 @@ def layer_paths(weights: Weights, prefix: str) -> list[str]:
     numbered = [path for path in paths
                 if path.startswith(prefix) and path[len(prefix):].isdigit()]
     return sorted(numbered, key=lambda path: int(path[len(prefix):]))
+
+
+def layers_weights(layers: Layers) -> Weights:
+    """MLP layers ``[(kernel, bias), ...]`` as named weights (``mlp.<i>``, the last ``out``)."""
+    names = [*(f"mlp.{i}" for i in range(len(layers) - 1)), "out"]
+    out = {}
+    for name, (kernel, bias) in zip(names, layers):
+        out[f"{name}/kernel"], out[f"{name}/bias"] = kernel, bias
+    return out
+
+
+def weights_layers(weights: Weights) -> Layers:
+    """The inverse of :func:`layers_weights`."""
+    names = [*layer_paths(weights, "mlp."), "out"]
+    return [(weights[f"{name}/kernel"], weights[f"{name}/bias"]) for name in names]
 
 
 #: Each reference model's weight constructor by name (:data:`MODEL_NAMES`); the builders of

@@ -38,7 +38,7 @@ import numpy as np
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
 from .engine import Phase, RunResult, _phase, _Progress, _write_logs, import_framework
-from .models import Layers, glorot_layer, layer_paths, mlp_weights, neumf_weights
+from .models import glorot_layer, layers_weights, mlp_weights, neumf_weights, weights_layers
 from .recipe import Recipe, RecipeError
 
 __all__ = ["Candidates", "RankingData", "load_ranking", "ranking_metrics", "ranking_weights",
@@ -225,21 +225,6 @@ def ranking_weights(data: RankingData, hidden: tuple[int, ...], *, seed: int,
         raise ValueError("ranking_weights: an MLP scorer needs the data's features.")
     return layers_weights(mlp_weights(data.features.shape[1], hidden, 1, seed=seed,
                                       dtype=dtype))
-
-
-def layers_weights(layers: Layers) -> dict[str, np.ndarray]:
-    """MLP layers ``[(kernel, bias), ...]`` as named weights (``mlp.<i>``, the last ``out``)."""
-    names = [*(f"mlp.{i}" for i in range(len(layers) - 1)), "out"]
-    out = {}
-    for name, (kernel, bias) in zip(names, layers):
-        out[f"{name}/kernel"], out[f"{name}/bias"] = kernel, bias
-    return out
-
-
-def weights_layers(weights: dict[str, np.ndarray]) -> Layers:
-    """The inverse of :func:`layers_weights`."""
-    names = [*layer_paths(weights, "mlp."), "out"]
-    return [(weights[f"{name}/kernel"], weights[f"{name}/bias"]) for name in names]
 
 
 def ranking_phases(recipe: Recipe) -> tuple[Phase | None, Phase]:

@@ -148,14 +148,29 @@ class DataSection(_Section):
         return self
 
 
-class ModelSection(_Section):
-    """The network: an MLP with ``hidden`` layer widths and one output per label."""
+#: Data kinds whose examples are images: a conv model sees them as (N, H, W, C).
+IMAGE_KINDS = ("digits", "mnist_5k", "image_folder", "medmnist", "chexpert")
+#: The reference models that take images (:mod:`xrisk.runner.models`).
+CONV_MODELS = ("resnet20", "conv_encoder")
 
-    name: Literal["mlp"] = "mlp"
+
+class ModelSection(_Section):
+    """The network, one of the reference models of :mod:`xrisk.runner.models`.
+
+    ``mlp``: ``hidden`` layer widths and ``activation``, over flattened features (any data).
+    ``resnet20``: the CIFAR ResNet20 (He et al.), over images (N, H, W, C). ``conv_encoder``:
+    the contrastive encoder (3x3 convs of ``widths``, pooling) with a head of ``hidden``
+    widths and one output. ``neumf``: the ranking model of MovieLens (``task: ranking``).
+    Conv models take image data only (:data:`IMAGE_KINDS`) and train in torch in this
+    version.
+    """
+
+    name: Literal["mlp", "resnet20", "conv_encoder", "neumf"] = "mlp"
     hidden: tuple[int, ...] = (32,)
     activation: Literal["relu", "tanh"] = "relu"
+    widths: tuple[int, ...] = (32, 64, 128)
 
-    @field_validator("hidden")
+    @field_validator("hidden", "widths")
     @classmethod
     def _widths(cls, value: tuple[int, ...]) -> tuple[int, ...]:
         if any(width < 1 for width in value):
@@ -313,11 +328,32 @@ class Recipe(_Section):
                     + ("ranking metrics such as ndcg@10" if ranking else
                        "classification metrics such as auroc") + ". Fix: correct "
                     "evaluation.metrics / evaluation.target.")
+        self._model_fits()
         if (self.sampler.name == "tri") != ranking:
             raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
                              "task; expected " + ("'tri'" if ranking else "'dual' or 'random'")
                              + ". Fix: set sampler.name accordingly.")
         return self
+
+    def _model_fits(self) -> None:
+        """Refuse a model the data or framework cannot feed (raises ValueError)."""
+        name, data = self.model.name, self.data.name
+        if name == "neumf" and data != "movielens":
+            raise ValueError(f"model.name: received 'neumf' with data.name {data!r}; NeuMF "
+                             "scores (user, item) pairs of movielens only. Fix: use "
+                             "model.name mlp, or data.name movielens.")
+        if name not in CONV_MODELS:
+            return
+        if self.task == "ranking" or data not in IMAGE_KINDS:
+            raise ValueError(
+                f"model.name: received {name!r} with data.name {data!r} (feature vectors, "
+                f"not images); expected image data ({list(IMAGE_KINDS)}) for a conv model. "
+                "Fix: use model.name mlp for this data, or name image data.")
+        if self.framework != "torch":
+            raise ValueError(
+                f"model.name: received {name!r} with framework {self.framework!r}; the "
+                "runner trains conv models in torch in this version. Fix: set framework: "
+                "torch, or model.name mlp.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
@@ -451,7 +487,8 @@ def _pydantic_problems(error: pydantic.ValidationError) -> list[str]:
                        f"{_did_you_mean(str(received), _literals(expected))}. Fix: use one "
                        "of those values.")
         elif "Fix:" in message:
-            out.append(message if message.startswith(path) else f"{path}: {message}")
+            out.append(message if message.startswith(path) or not item["loc"]
+                       else f"{path}: {message}")
         else:
             out.append(f"{path}: received {received!r}; {message}. Fix: correct {path}.")
     return out
