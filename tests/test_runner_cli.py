@@ -149,7 +149,29 @@ def test_reproduce_runs_a_claim_and_refuses_an_unknown_one(tmp_path, capsys):
     _, rows = _table((tmp_path / "report.md").read_text())
     assert [row[0] for row in rows] == ["torch-ce", "torch-focal", "torch-soap"]
     assert main(["reproduce", "ndcg", "--out", str(tmp_path)]) == 2
-    assert "expected one of ['ap', 'auroc', 'pauc', 'ranking']" in capsys.readouterr().err
+    assert ("expected one of ['ap', 'auroc', 'batch_size', 'gamma', 'pauc', 'ranking', "
+            "'sampling']") in capsys.readouterr().err
+
+
+def test_reproduce_runs_an_ablation_row_by_row(tmp_path):
+    """A claim of Variant rows (sampling): one folder per row, each with the method and the
+    fields the row changes (the caller's --set applying to every row), in the report."""
+    import yaml
+
+    assert main(["reproduce", "sampling", "--out", str(tmp_path), "--quiet", "--seeds", "1",
+                 "--epochs", "1", "--set", "schedule.warmup_epochs=0",
+                 "--set", "data.limit=300"]) == 0
+    _, rows = _table((tmp_path / "report.md").read_text())
+    labels = ["torch-pesg-natural", "torch-pesg-rate0.1", "torch-pesg-rate0.25",
+              "torch-pesg-rate0.5"]
+    assert [row[0] for row in rows] == labels
+    saved = {label: yaml.safe_load((tmp_path / label / "recipe.yaml").read_text())
+             for label in labels}
+    assert saved["torch-pesg-natural"]["sampler"]["name"] == "random"
+    assert saved["torch-pesg-rate0.1"]["sampler"] == {**saved["torch-pesg-rate0.5"]["sampler"],
+                                                      "sampling_rate": 0.1}
+    assert all(r["loss"]["name"] == "AUCMLoss" and r["epochs"] == 1 and r["data"]["limit"] == 300
+               for r in saved.values())
 
 
 def test_python_m_xrisk_runs_the_command():
@@ -168,3 +190,16 @@ def test_importing_xrisk_and_an_adapter_does_not_import_the_runner():
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_ablation_rows_change_what_they_name():
+    from xrisk.runner.api import claim_recipes
+
+    gamma = claim_recipes("gamma")
+    assert {label: (r.loss.name, r.loss.options["gamma"]) for label, r in gamma.items()} == {
+        f"torch-{m}-gamma{g}": (loss, g) for m, loss in (("soap", "APLoss"),
+                                                          ("sopas", "pAUC_DRO_Loss"))
+        for g in (0.1, 0.9, 1.0)}
+    sizes = claim_recipes("batch_size", ["seeds=1"])
+    assert sorted({r.sampler.batch_size for r in sizes.values()}) == [16, 32, 64, 128]
+    assert all(r.seeds == (0,) and r.data.name == "digits" for r in sizes.values())

@@ -9,23 +9,59 @@ runs ``report.md`` with its ``figures``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .engine import RunResult, run_seed
 from .recipe import Recipe, RecipeError, load_recipe, parse_recipe
 
-__all__ = ["CLAIMS", "train", "compare", "reproduce", "report", "label_of", "with_method"]
+__all__ = ["CLAIMS", "Variant", "claim_recipes", "train", "compare", "reproduce", "report",
+           "label_of", "with_method"]
 
-#: ``xrisk reproduce CLAIM``: a shipped recipe and the methods it compares, 3 seeds. Each
-#: pits the X-risk methods of one metric against cross-entropy and focal loss (ranking: SONG
-#: and K-SONG against ListwiseCE and pointwise BCE, on NDCG@10), judged on that metric on
-#: held-out data; the report shows what was measured, whichever way it went.
-CLAIMS: dict[str, tuple[str, tuple[str, ...]]] = {
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of an ablation: ``method`` at its defaults with ``overrides`` (``--set``
+    assignments) applied, run into the folder ``<framework>-<label>``."""
+
+    label: str
+    method: str
+    overrides: tuple[str, ...] = ()
+
+
+def _gammas(method: str, values: Sequence[float], extra: Sequence[str] = ()
+            ) -> tuple[Variant, ...]:
+    return tuple(Variant(f"{method}-gamma{g}" + (f"-{'-'.join(extra)}" if extra else ""),
+                         method, (f"loss.gamma={g}", *extra)) for g in values)
+
+
+def _batch_sizes(sizes: Sequence[int]) -> tuple[Variant, ...]:
+    return tuple(Variant(f"soap-gamma{g}-batch{b}", "soap",
+                         (f"loss.gamma={g}", f"sampler.batch_size={b}"))
+                 for b in sizes for g in (0.9, 1.0))
+
+
+#: ``xrisk reproduce CLAIM``: a shipped recipe and what it compares, 3 seeds. ``auroc``,
+#: ``ap``, ``pauc``: the X-risk methods of one metric against cross-entropy and focal loss;
+#: ``ranking``: SONG and K-SONG against ListwiseCE and pointwise BCE, on NDCG@10. The
+#: ablations (:class:`Variant` rows): ``gamma``, SOAP and SOPAs with moving averages
+#: (gamma < 1) against gamma = 1, the plain mini-batch estimator; ``sampling``, AUC-M/PESG with
+#: DualSampler's positive share against the natural ratio (random batches); ``batch_size``,
+#: SOAP with gamma 0.9 and 1 at four batch sizes. Each is judged on held-out data; the report
+#: shows what was measured, whichever way it went.
+CLAIMS: dict[str, tuple[str, tuple[str | Variant, ...]]] = {
     "auroc": ("breast_cancer_auroc", ("ce", "focal", "pesg", "pdsca")),
     "ap": ("digits_ap", ("ce", "focal", "soap")),
     "pauc": ("mnist_pauc", ("ce", "focal", "sopa", "sopas")),
     "ranking": ("movielens_ndcg", ("bce", "listwise_ce", "song", "ksong")),
+    "gamma": ("digits_ap", (*_gammas("soap", (0.1, 0.9, 1.0)),
+                            *_gammas("sopas", (0.1, 0.9, 1.0)))),
+    "sampling": ("digits_ap", (
+        Variant("pesg-natural", "pesg", ("sampler.name=random",)),
+        *(Variant(f"pesg-rate{r}", "pesg", (f"sampler.sampling_rate={r}",))
+          for r in (0.1, 0.25, 0.5)))),
+    "batch_size": ("digits_ap", _batch_sizes((128, 64, 32, 16))),
 }
 
 
@@ -49,9 +85,11 @@ def _save_recipe(out: Path, recipe: Recipe, name: str = "recipe.yaml") -> None:
 
 def train(source: Recipe | str | Path | Mapping[str, Any], out: str | Path, *,
           overrides: Sequence[str] = (), resume: bool = False, progress: bool = True,
-          write_report: bool = True, on_batch: Any = None) -> list[RunResult]:
-    """Run every seed of a recipe into ``out/<framework>-<method>/seed-<s>``; then write the
-    report of ``out`` (unless ``write_report=False``).
+          write_report: bool = True, on_batch: Any = None,
+          label: str | None = None) -> list[RunResult]:
+    """Run every seed of a recipe into ``out/<framework>-<method>/seed-<s>`` (or
+    ``out/<label>/seed-<s>``); then write the report of ``out`` (unless
+    ``write_report=False``).
 
     ``source`` is a :class:`Recipe`, a YAML path, a shipped recipe's name or a dict;
     ``overrides`` are ``--set`` assignments (``"loss.gamma=0.5"``, ``"framework=jax"``).
@@ -61,7 +99,7 @@ def train(source: Recipe | str | Path | Mapping[str, Any], out: str | Path, *,
     _save_recipe(out, recipe)
     results = []
     for seed in recipe.seeds:
-        run_dir = out / label_of(recipe) / f"seed-{seed}"
+        run_dir = out / (label or label_of(recipe)) / f"seed-{seed}"
         results.append(run_seed(recipe, seed, run_dir, resume=resume, progress=progress,
                                 on_batch=on_batch))
     if write_report:
@@ -110,9 +148,37 @@ def reproduce(claim: str, out: str | Path, *, overrides: Sequence[str] = (),
     if claim not in CLAIMS:
         raise RecipeError(f"reproduce: received {claim!r}; expected one of {sorted(CLAIMS)}. "
                           "Fix: name a claim (xrisk reproduce --help lists them).")
-    recipe_name, methods = CLAIMS[claim]
-    return compare(recipe_name, methods, out, overrides=["seeds=3", *overrides],
-                   resume=resume, progress=progress)
+    recipe_name, entries = CLAIMS[claim]
+    overrides = ["seeds=3", *overrides]
+    if all(isinstance(entry, str) for entry in entries):
+        return compare(recipe_name, [str(entry) for entry in entries], out,
+                       overrides=overrides, resume=resume, progress=progress)
+    base = _recipe(recipe_name, overrides)
+    out = Path(out)
+    recipes = claim_recipes(claim, overrides)  # every row checked before the first trains
+    _save_recipe(out, base)
+    results = {}
+    for label, recipe in recipes.items():
+        results[label] = train(recipe, out, resume=resume, progress=progress,
+                               write_report=False, label=label)
+        _save_recipe(out / label, recipe)
+    report(out)
+    return results
+
+
+def claim_recipes(claim: str, overrides: Sequence[str] = ()) -> dict[str, Recipe]:
+    """The recipe of each row of a claim of :data:`CLAIMS`, by its folder's label: the
+    method at its defaults, the row's overrides, then ``overrides`` (``--epochs 2`` shortens
+    every row)."""
+    recipe_name, entries = CLAIMS[claim]
+    base = _recipe(recipe_name, overrides)
+    recipes = {}
+    for entry in entries:
+        variant = entry if isinstance(entry, Variant) else Variant(entry, entry)
+        recipe = load_recipe(with_method(base, variant.method).to_dict(),
+                             [*variant.overrides, *overrides])
+        recipes[f"{recipe.framework}-{variant.label}"] = recipe
+    return recipes
 
 
 def report(run_dir: str | Path) -> Path:

@@ -6,7 +6,8 @@
                        [--resume]
     xrisk compare RECIPE --methods ce,focal,pesg,soap,sopas [--seeds 3] [--out DIR]
     xrisk tune RECIPE --trials 20 [--out DIR]
-    xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking
+    xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking |
+                                                          # gamma | sampling | batch_size
     xrisk report RUN_DIR
     xrisk methods          # the methods, their defaults and search ranges
     xrisk recipes          # the shipped recipes
@@ -56,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
         "reproduce", help="X-risk against cross-entropy and focal loss on shipped data")
     common(reproduce, "CLAIM", "auroc (PESG, PDSCA), ap (SOAP) or pauc (SOPA, SOPAs), "
            "each against ce and focal; ranking (SONG, K-SONG against ListwiseCE and BCE on "
-           "MovieLens); 3 seeds")
+           "MovieLens); gamma (SOAP, SOPAs: gamma < 1 against 1), sampling (PESG: "
+           "DualSampler rates against the natural ratio), batch_size (SOAP, gamma 0.9 and 1, "
+           "batch 128 to 16); 3 seeds")
     reproduce.add_argument("--resume", action="store_true")
     report = commands.add_parser("report", help="write report.md and figures of a run folder")
     report.add_argument("run_dir")
