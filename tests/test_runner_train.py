@@ -256,6 +256,25 @@ def test_a_csv_of_features_trains(tmp_path):
               progress=False, write_report=False)
 
 
+def test_torch_and_tensorflow_train_the_same_float64_resnet20(tmp_path):
+    """The same drawn ResNet20, the same images (N, H, W, C) and batches: the two frameworks'
+    histories and test logits agree (BatchNorm included)."""
+    histories, logits = {}, {}
+    for framework in ("torch", "tensorflow"):
+        train({"method": "soap", "dtype": "float64", "epochs": 1, "framework": framework,
+               "model": {"name": "resnet20"}, "data": {"name": "digits", "limit": 60},
+               "sampler": {"batch_size": 16}, "evaluation": {"early_stopping": False}},
+              tmp_path, progress=False, write_report=False)
+        run_dir = tmp_path / f"{framework}-soap" / "seed-0"
+        histories[framework] = _history(run_dir)
+        logits[framework] = _arrays(run_dir / "predictions.npz")["test_logits"]
+    for want, got in zip(histories["torch"], histories["tensorflow"], strict=True):
+        for key, value in want.items():
+            assert got[key] == (pytest.approx(value, rel=1e-7, abs=1e-9)
+                                if isinstance(value, float) else value), key
+    np.testing.assert_allclose(logits["tensorflow"], logits["torch"], rtol=1e-7, atol=1e-9)
+
+
 def test_a_tiny_resnet20_trains_on_8x8_images_and_resumes(tmp_path):
     """digits' 8x8 images reach ResNet20 as images (one channel: the stem's kernel is
     (3, 3, 1, 16)); BatchNorm's running statistics are checkpointed; a run resumed after

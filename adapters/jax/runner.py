@@ -36,7 +36,7 @@ class Session:
                  activation: str, dtype: str, seed: int) -> None:
         if model != "mlp":  # the recipe refuses it first; a direct caller gets this
             raise ValueError(f"Session: model={model!r}; this framework's runner trains "
-                             "model 'mlp' in this version. Fix: use framework torch.")
+                             "model 'mlp' in this version. Fix: use framework torch or tensorflow.")
         layers = weights_layers(weights)
         if dtype == "float64" and not jax.config.read("jax_enable_x64"):
             jax.config.update("jax_enable_x64", True)

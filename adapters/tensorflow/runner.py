@@ -17,7 +17,16 @@ from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
 from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import load_weights, mlp, mlp_layers, model_weights, neumf, set_mlp_layers
+from .models import (
+    conv_encoder,
+    load_weights,
+    mlp,
+    mlp_layers,
+    model_weights,
+    neumf,
+    resnet20,
+    set_mlp_layers,
+)
 
 __all__ = ["RankingSession", "Session"]
 
@@ -30,12 +39,15 @@ class Session:
 
     def __init__(self, splits: Splits, weights: dict[str, np.ndarray], *, model: str,
                  activation: str, dtype: str, seed: int) -> None:
-        if model != "mlp":  # the recipe refuses it first; a direct caller gets this
-            raise ValueError(f"Session: model={model!r}; this framework's runner trains "
-                             "model 'mlp' in this version. Fix: use framework torch.")
-        layers = weights_layers(weights)
-        self.dtype = dtype
-        self.model = mlp(layers, activation=activation)
+        self.dtype, self.kind = dtype, model
+        if model == "mlp":
+            self.model = mlp(weights_layers(weights), activation=activation)
+        elif model in ("resnet20", "conv_encoder"):  # images (N, H, W, C), Keras's layout
+            build = resnet20 if model == "resnet20" else conv_encoder
+            self.model = build(weights, image_size=splits.x_train.shape[1:3])
+        else:
+            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
+                             "'conv_encoder'. Fix: set model.name to one of those.")
         self.x_train = tf.constant(splits.x_train)
         self.y_train = tf.constant(splits.y_train)
         self.num_samples = splits.y_train.size
@@ -67,13 +79,20 @@ class Session:
             yield self.train_step(tf.constant(index))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return np.array(self.model(x, training=False)[:, 0], copy=True)
+        # in chunks: a conv net's activations of a whole split are big
+        return np.concatenate([np.array(self.model(x[i:i + 1024], training=False)[:, 0])
+                               for i in range(0, max(len(x), 1), 1024)])
 
     def weights(self) -> dict[str, np.ndarray]:
-        return layers_weights(mlp_layers(self.model))
+        if self.kind == "mlp":
+            return layers_weights(mlp_layers(self.model))
+        return model_weights(self.model)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        set_mlp_layers(self.model, weights_layers(weights))
+        if self.kind == "mlp":
+            set_mlp_layers(self.model, weights_layers(weights))
+        else:
+            load_weights(self.model, weights)
 
     def decay(self, factor: float, *, regularizer: bool) -> None:
         if regularizer:

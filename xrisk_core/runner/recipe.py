@@ -161,8 +161,8 @@ class ModelSection(_Section):
     ``resnet20``: the CIFAR ResNet20 (He et al.), over images (N, H, W, C). ``conv_encoder``:
     the contrastive encoder (3x3 convs of ``widths``, pooling) with a head of ``hidden``
     widths and one output. ``neumf``: the ranking model of MovieLens (``task: ranking``).
-    Conv models take image data only (:data:`IMAGE_KINDS`) and train in torch in this
-    version.
+    Conv models take image data only (:data:`IMAGE_KINDS`) and train in torch and
+    TensorFlow in this version.
     """
 
     name: Literal["mlp", "resnet20", "conv_encoder", "neumf"] = "mlp"
@@ -349,11 +349,11 @@ class Recipe(_Section):
                 f"model.name: received {name!r} with data.name {data!r} (feature vectors, "
                 f"not images); expected image data ({list(IMAGE_KINDS)}) for a conv model. "
                 "Fix: use model.name mlp for this data, or name image data.")
-        if self.framework != "torch":
+        if self.framework == "jax":
             raise ValueError(
-                f"model.name: received {name!r} with framework {self.framework!r}; the "
-                "runner trains conv models in torch in this version. Fix: set framework: "
-                "torch, or model.name mlp.")
+                f"model.name: received {name!r} with framework 'jax'; the runner trains "
+                "conv models in torch and tensorflow in this version. Fix: set framework: "
+                "torch or tensorflow, or model.name mlp.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
