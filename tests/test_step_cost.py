@@ -212,6 +212,33 @@ def test_host_ranked_keys_give_the_device_groups(keys, data):
         for field in ("ids", "rows", "anchor", "count", "keep"):
             assert_array_equal(getattr(host, field).numpy(), getattr(device, field).numpy(),
                                err_msg=field)
+            assert getattr(host, field).dtype == getattr(device, field).dtype, field
+        assert host.all_kept == device.all_kept
+
+
+@pytest.mark.parametrize("kept", [0, 1, 256, 300])
+def test_host_kept_groups_count_like_the_device_in_bfloat16(kept):
+    """With a mask, host-read keys are grouped by numpy (no grouping operator dispatched);
+    a group of more than 256 kept members, which bfloat16 sums of ones cannot count exactly,
+    is grouped on the device instead: the counts are the device's bit for bit, and the rows
+    are the keys' even where the host holds the input they are a function of."""
+    keys = torch.zeros(300, dtype=torch.int64)
+    keys[::7] = 3
+    keep = torch.arange(300) < kept
+    backend = get_backend("torch")
+    shifted = keys * 3 + 1  # an injective function of the host's values (multi-label shift)
+    with _Ops() as mode:
+        host = group_keys(shifted, keep, backend=backend, xp=backend.namespace,
+                          dtype=torch.bfloat16, host=keys.numpy())
+    device = group_keys(shifted, keep, backend=backend, xp=backend.namespace,
+                        dtype=torch.bfloat16)
+    for field in ("ids", "rows", "anchor", "count"):
+        assert_array_equal(getattr(host, field).float().numpy(),
+                           getattr(device, field).float().numpy(), err_msg=field)
+        assert getattr(host, field).dtype == getattr(device, field).dtype, field
+    grouping = {name for name, _, _ in mode.ops} & {"sort", "searchsorted", "where",
+                                                    "index_add", "scatter_add"}
+    assert not grouping if kept <= 256 else grouping, mode.ops
 
 
 class _Ops(TorchDispatchMode):
@@ -318,6 +345,36 @@ _MAKERS = {
 def test_torch_optimizer_ops_do_not_grow_with_the_number_of_parameters(name):
     small, large = (_step_ops(_MAKERS[name], layers) for layers in (1, 6))
     assert sorted(small) == sorted(large), (small, large)
+
+
+def test_torch_flat_step_cuts_no_views_of_whole_members_or_scratch():
+    """A group of small parameters is one tile: its members are gathered whole (no slice of
+    each value, gradient and write-back) into buffers cut once per plan (no slice or select
+    of the scratch, no unbind of it)."""
+    model = _model(3)
+    opt = xr.SOAP(model.parameters(), learning_rate=1e-2)
+    for _ in range(3):
+        for p in model.parameters():
+            p.grad = torch.full_like(p, 0.1)
+        with _Ops() as mode:
+            opt.step()
+    cuts = [op for op in mode.ops if op[0] in ("slice", "select", "unbind", "narrow")]
+    assert not cuts, cuts
+
+
+def test_torch_loss_fills_its_declarations_at_construction():
+    """A torch loss evaluates its definition's declarations when built: a first step (the
+    first torch.compile'd call among them) then reads a cache it does not fill, so the
+    second call does not recompile."""
+    from xrisk.losses._base import _DECLARATIONS
+
+    for loss_fn in (xr.APLoss(num_samples=8), xr.NDCGLoss(num_interactions=12, num_queries=3, num_items=5),
+                    xr.MIDAMLoss(mode="softmax", num_samples=4)):
+        cached = loss_fn.definition.__dict__.get("_declared", {})
+        for name in _DECLARATIONS:
+            method = getattr(type(loss_fn.definition), name)
+            if hasattr(method, "__wrapped__"):  # the base class's defaults are not cached
+                assert method.__wrapped__.__qualname__ in cached, (loss_fn, name)
 
 
 def test_torch_training_step_reads_no_device_value():

@@ -72,6 +72,7 @@ class XRiskLoss(LossContainer, nn.Module):
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:
         super().__init__()
+        definition._fill_declarations()  # cached now, not inside a first compiled call
         self.definition = definition
         float_dtype = (torch.get_default_dtype() if dtype is None
                        else getattr(torch, dtype_name(definition.name, dtype)))

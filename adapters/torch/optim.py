@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import torch
 
@@ -392,9 +392,33 @@ class _FlatPlan:
         sizes = [p.numel() for p in params]
         self.tiles = _tiles(sizes, _tile_length(sum(sizes)))
         # Allocated at the first step: two tile vectors for the kernels, and two for the
-        # values and gradients of the largest tile that gathers several parameters.
+        # values and gradients of the largest tile that gathers several parameters; with
+        # them, each tile's views of the buffers (see :meth:`_prepare`).
         self.scratch: torch.Tensor | None = None
         self.gathered: torch.Tensor | None = None
+        self.prepared: list[_PreparedTile] = []
+
+    def _prepare(self) -> None:
+        """Allocate the scratch and cut, once, every tile's views of it and of the slot
+        buffers: they depend only on the plan (the buffers are fixed for its life), so a step
+        reads them instead of slicing anew (a few operators and dicts per tile)."""
+        lengths = [(stop - start, len(pieces)) for start, stop, pieces in self.tiles]
+        self.scratch = torch.empty((2, max(n for n, _ in lengths)), dtype=self.dtype,
+                                   device=self.device)
+        self.gathered = torch.empty((2, max([n for n, k in lengths if k > 1], default=0)),
+                                    dtype=self.dtype, device=self.device)
+        slots = {name: flat for name, flat in self.flats.items() if name not in self.counters}
+        sizes = [p.numel() for p in self.params]
+        self.prepared = []
+        for start, stop, pieces in self.tiles:
+            scratch = self.scratch[:, :stop - start]
+            gathered = self.gathered[:, :stop - start] if len(pieces) > 1 else None
+            self.prepared.append(_PreparedTile(
+                pieces, (scratch[0], scratch[1]),
+                None if gathered is None else (gathered[0], gathered[1]),
+                {name: flat[start:stop] for name, flat in slots.items()},
+                [b - a for _, a, b in pieces],
+                [(i, a, b, a == 0 and b == sizes[i]) for i, a, b in pieces]))
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
@@ -402,27 +426,21 @@ class _FlatPlan:
         # contiguous, e.g. channels_last; its parameter is written back at the end).
         values = [_flat_view(p) for p in params]  # no_grad: written in place like .data
         grads = [_flat_view(p.grad) for p in params if p.grad is not None]  # all have one
-        slices = {name: flat for name, flat in self.flats.items() if name not in self.counters}
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
-        if self.scratch is None or self.gathered is None:
-            lengths = [(stop - start, len(pieces)) for start, stop, pieces in self.tiles]
-            self.scratch = torch.empty((2, max(n for n, _ in lengths)), dtype=self.dtype,
-                                       device=self.device)
-            self.gathered = torch.empty((2, max([n for n, k in lengths if k > 1], default=0)),
-                                        dtype=self.dtype, device=self.device)
+        if self.scratch is None:
+            self._prepare()
         same_dtype = all(g.dtype == self.dtype for g in grads)
         counters = self.counters
-        for start, stop, pieces in self.tiles:
-            scratch = self.scratch[:, :stop - start]
-            if len(pieces) == 1:
+        for pieces, scratch, gathered, tile, lengths, cuts in self.prepared:
+            if gathered is None:
                 index, first, last = pieces[0]
                 value, grad = values[index][first:last], grads[index][first:last]
-            else:
-                gathered = self.gathered[:, :stop - start]
-                value = torch.cat([values[i][a:b] for i, a, b in pieces], out=gathered[0])
-                grad = torch.cat([grads[i][a:b] for i, a, b in pieces],
+            else:  # a whole member is read as it is: no slice operator
+                members = [values[i] if whole else values[i][a:b] for i, a, b, whole in cuts]
+                value = torch.cat(members, out=gathered[0])
+                grad = torch.cat([grads[i] if whole else grads[i][a:b]
+                                  for i, a, b, whole in cuts],
                                  out=gathered[1] if same_dtype else None)
-            tile = {name: flat[start:stop] for name, flat in slices.items()}
             if kernel is not None:
                 new_value = value
                 counters = kernel(rule, grad, value, tile, self.counters, rates, auxiliary,
@@ -436,9 +454,8 @@ class _FlatPlan:
                     new = getattr(new_slots, name)
                     if new is not piece:
                         piece.copy_(new)
-            if len(pieces) > 1:
-                torch._foreach_copy_([values[i][a:b] for i, a, b in pieces],
-                                     new_value.split([b - a for _, a, b in pieces]))
+            if gathered is not None:
+                torch._foreach_copy_(members, new_value.split(lengths))
             elif new_value is not value:
                 value.copy_(new_value)
         for param, value in zip(params, values):
@@ -450,6 +467,20 @@ class _FlatPlan:
                 self.counters[name] = count
 
 
+class _PreparedTile(NamedTuple):
+    """One tile of a :class:`_FlatPlan` with its fixed views: the member ``pieces``
+    (``(member, first, last)``), the kernel's two ``scratch`` vectors, the two ``gathered``
+    vectors of a tile of several pieces (None for one piece), the slot buffers' ``slots``,
+    the pieces' ``lengths``, and ``cuts``: each piece with whether it is its whole member."""
+
+    pieces: list[tuple[int, int, int]]
+    scratch: Scratch
+    gathered: tuple[torch.Tensor, torch.Tensor] | None
+    slots: dict[str, torch.Tensor]
+    lengths: list[int]
+    cuts: list[tuple[int, int, int, bool]]
+
+
 # --------------------------------------------------------------------------- in-place kernels
 # The core rules' update_param, op for op, in place on one tile: every element goes through
 # the same torch operations with the same operands in the same order (a product or sum with
@@ -458,10 +489,12 @@ class _FlatPlan:
 # rule's temporaries: ``scratch`` holds two vectors of the tile's length.
 
 Slots = dict[str, torch.Tensor]
+#: The kernels' two scratch vectors of the tile's length.
+Scratch = tuple[torch.Tensor, torch.Tensor]
 
 
 def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
-                reference: torch.Tensor | None, scratch: torch.Tensor, *,
+                reference: torch.Tensor | None, scratch: Scratch, *,
                 weight_decay: float) -> torch.Tensor:
     """The core's ``d = clip(g) + epoch_decay·(θ - θ_ref) + weight_decay·θ`` in
     ``scratch[0]``, or ``grad`` itself when nothing is clipped or added (a clip at infinity
@@ -482,7 +515,7 @@ def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
 
 def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                    counters: dict[str, int], rates: Any, auxiliary: bool,
-                   scratch: torch.Tensor) -> dict[str, int]:
+                   scratch: Scratch) -> dict[str, int]:
     """:meth:`xrisk.optim.ClippedRule.update_param` in place (host counters)."""
     free, t = scratch
     lr = rates.lr
@@ -525,7 +558,7 @@ def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
 
 def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                  counters: dict[str, int], rates: Any, auxiliary: bool,
-                 scratch: torch.Tensor) -> dict[str, int]:
+                 scratch: Scratch) -> dict[str, int]:
     """:meth:`xrisk.optim.PDSCA.update_param` in place (host counters, a Python phase)."""
     t = scratch[1]
     d = _direction_(rule, grad, p, slots.get("reference"), scratch,
@@ -596,6 +629,7 @@ _KERNELS: tuple[tuple[Callable[..., Any], Kernel], ...] = (
     (xrisk.optim.ClippedRule.update_param, _clipped_step_),
     (xrisk.optim.PDSCA.update_param, _pdsca_step_),
 )
+_CLIPPED_DIRECTION = xrisk.optim.ClippedRule._direction
 
 
 def _in_place_kernel(rule: UpdateRule, dtype: torch.dtype, grads: list[torch.Tensor],
@@ -603,15 +637,23 @@ def _in_place_kernel(rule: UpdateRule, dtype: torch.dtype, grads: list[torch.Ten
     """The kernel of ``rule``, or None where the core rule must run (half-precision
     parameters computed in float32, gradients of another dtype, a tensor learning rate, a
     rule whose update_param or direction is its own)."""
-    if dtype not in (torch.float32, torch.float64) or any(g.dtype != dtype for g in grads):
+    # Plain loops, no generators: this runs once per plan and step.
+    if dtype is not torch.float32 and dtype is not torch.float64:
         return None
-    if any(not isinstance(r, int | float) for r in (rates.lr, rates.ce_lr, rates.ce_phase)
-           if r is not None):
+    for grad in grads:
+        if grad.dtype != dtype:
+            return None
+    for rate in (rates.lr, rates.ce_lr, rates.ce_phase):
+        if rate is not None and not isinstance(rate, (int, float)):
+            return None
+    rule_type = type(rule)
+    if getattr(rule_type, "_direction", None) not in (None, _CLIPPED_DIRECTION):
         return None
-    method = type(rule).update_param
-    if getattr(type(rule), "_direction", None) not in (None, xrisk.optim.ClippedRule._direction):
-        return None
-    return next((kernel for owner, kernel in _KERNELS if method is owner), None)
+    method = rule_type.update_param
+    for owner, kernel in _KERNELS:
+        if method is owner:
+            return kernel
+    return None
 
 
 def _flat_view(tensor: torch.Tensor) -> torch.Tensor:
@@ -660,8 +702,12 @@ def _plans_match(members: tuple[torch.Tensor, ...], planned_rule: UpdateRule,
                  state: dict[torch.Tensor, dict[str, torch.Tensor]]) -> bool:
     """Whether ``plans`` (made for ``members`` under ``planned_rule``) still hold: the group
     has the same parameters, the rule the same slots, and every state entry is its view."""
-    if len(members) != len(params) or any(a is not b for a, b in zip(members, params)):
+    # Plain loops, no generators: this runs at every eager step.
+    if len(members) != len(params):
         return False
+    for member, param in zip(members, params):
+        if member is not param:
+            return False
     if rule is not planned_rule and rule.slot_specs().keys() != planned_rule.slot_specs().keys():
         return False
     for plan in plans:
@@ -670,9 +716,11 @@ def _plans_match(members: tuple[torch.Tensor, ...], planned_rule: UpdateRule,
             if param.dtype != dtype or param.device != device:  # e.g. model.double()
                 return False
             entries = state.get(param)
-            if entries is None or len(entries) != len(views) or any(
-                    entries.get(name) is not view for name, view in views.items()):
+            if entries is None or len(entries) != len(views):
                 return False
+            for name, view in views.items():
+                if entries.get(name) is not view:
+                    return False
     return True
 
 

@@ -250,6 +250,14 @@ _DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", 
                  "relations")
 
 
+@functools.lru_cache(maxsize=256)
+def _container_names(state_fields: tuple[str, ...], params_fields: tuple[str, ...],
+                     ) -> tuple[str, ...]:
+    """The names of a loss's state and auxiliary entries in errors (``state.u``,
+    ``params.a``): built once per pair of container types, not at every step."""
+    return (*(f"state.{f}" for f in state_fields), *(f"params.{f}" for f in params_fields))
+
+
 def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``method`` evaluated once per (frozen) definition, then read from a cache.
 
@@ -305,6 +313,16 @@ class LossDefinition(Configured):
                 setattr(cls, name, _declaration(method))
 
     # -- declarations -------------------------------------------------------------------
+    def _fill_declarations(self) -> None:
+        """Evaluate every declaration once now, so that later reads find them cached.
+
+        The adapters call it when they wrap a definition: a first step then reads the cache
+        instead of filling it, which would otherwise happen inside the first
+        ``torch.compile``'d call and make the second call recompile.
+        """
+        for name in _DECLARATIONS:
+            getattr(self, name)()
+
     def inputs(self) -> tuple[Input, ...]:
         """The batch inputs of ``apply``, in call order."""
         raise NotImplementedError
@@ -463,8 +481,7 @@ class LossDefinition(Configured):
         present = [value for value in bound.values() if value is not None]
         names = [name for name, value in bound.items() if value is not None]
         backend = backend_of(*present, *state, *params,
-                             names=(*names, *(f"state.{f}" for f in state._fields),
-                                    *(f"params.{f}" for f in params._fields)))
+                             names=(*names, *_container_names(state._fields, params._fields)))
         xp = backend.namespace
         checked, valid, empty, host = _validation.check_inputs(self, backend, bound, xp=xp)
         checked, params = self._in_compute_dtype(checked, state, params, xp)
