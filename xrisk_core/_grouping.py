@@ -202,11 +202,6 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
     else:
         flat = np.reshape(host, (-1,))
         host_ranks = np.searchsorted(np.sort(flat), flat)
-        if keep is not None and backend.inspectable(keep):
-            found = _host_kept_groups(keys, keep, host_ranks, backend=backend, xp=xp,
-                                      dtype=dtype, here=here)
-            if found is not None:
-                return found
         ranks = xp.asarray(host_ranks, device=here)
     if keep is not None:
         positions = xp.arange(segments, dtype=keys.dtype, device=here)
@@ -227,33 +222,6 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         count = xp.take(backend.segment_sum(xp.astype(every, dtype), ranks, segments), ranks,
                         axis=0)
     return KeyGroups(keys, anchor, ranks, count, every, segments, backend, xp, all_kept=True)
-
-
-def _host_kept_groups(keys: Array, keep: Array, ranks: np.ndarray, *,
-                      backend: Any, xp: Any, dtype: Any, here: Any) -> KeyGroups | None:
-    """:func:`group_keys` with ``keep`` of keys already read on the host (an eager CPU
-    batch): the anchor, rows, ids and counts are the same integers, found by numpy from the
-    host's ranks and the kept mask instead of by a dozen eager framework operators.
-
-    None (the caller then groups on the device) where a group has more than 256 kept
-    members: the device sums the members' ones in ``dtype``, exact up to 256 in every
-    float dtype (bfloat16's significand), and the two counts could differ beyond."""
-    kept = backend.to_numpy(keep).astype(bool, copy=False)
-    hits = np.flatnonzero(kept)
-    first = int(hits[0]) if hits.size else 0  # nothing kept: position 0
-    ids = np.where(kept, ranks, ranks[first])
-    count = np.bincount(ids[kept], minlength=keys.shape[0])[ids]
-    if count.size and count.max() > 256:
-        return None
-    # The rows are gathered from the keys themselves: the host may hold the values of an
-    # input the keys are an injective function of (the multi-label shift), which ranks
-    # them alike but differs from them.
-    sources = np.where(kept, np.arange(kept.size), first)
-    rows = xp.take(keys, xp.asarray(sources, device=here), axis=0)
-    return KeyGroups(rows, xp.asarray(np.array([first]), dtype=keys.dtype, device=here),
-                     xp.asarray(ids, device=here),
-                     xp.astype(xp.asarray(count, device=here), dtype), keep, keys.shape[0],
-                     backend, xp)
 
 
 def last_occurrence(index: Array, *, backend: Any, xp: Any) -> Array:
