@@ -121,3 +121,29 @@ def test_gpu_step_has_no_host_sync(name):
             built.step(built.batches[k])
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.parametrize("name", sorted(xrisk.OPTIMIZERS))
+def test_optimizer_steps_read_nothing_back_from_a_non_host_device(name):
+    """Two eager steps on "meta" parameters: a meta tensor cannot be read on the host, as a
+    GPU tensor can only be read with a sync. The optimizer's flat plans take the counters it
+    made as known zeros instead of reading them back (they were read, once, at the first
+    step: a sync that set_sync_debug_mode("error") refuses)."""
+    import xrisk.torch as xr
+
+    weight = torch.nn.Parameter(torch.ones(3, 4, device="meta"))
+    bias = torch.nn.Parameter(torch.ones(4, device="meta"))
+    cls = getattr(xr, name)
+    min_max = {"PESG": xr.AUCMLoss, "PDSCA": xr.CompositionalAUCLoss,
+               "MIDAM": lambda: xr.MIDAM_softmax_pooling_loss(num_samples=4)}
+    if name in min_max:
+        loss_fn = min_max[name]().to("meta")
+        optimizer = cls([weight, bias], loss_fn, learning_rate=0.1)
+        auxiliaries = [p for p in loss_fn.parameters()]
+    else:
+        optimizer, auxiliaries = cls([weight, bias], learning_rate=0.1), []
+    for _ in range(2):
+        for param in (weight, bias, *auxiliaries):
+            param.grad = torch.ones_like(param)
+        optimizer.step()
+    assert weight.device.type == "meta"

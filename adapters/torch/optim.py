@@ -85,6 +85,9 @@ class XRiskOptimizer(torch.optim.Optimizer):
         # group position -> (its parameters, the rule, the flat plans) of the eager path
         self._plans: dict[int, tuple[tuple[torch.Tensor, ...], UpdateRule,
                                      list[_FlatPlan]]] = {}
+        # Counter slots this optimizer made and knows to be 0 (by id, the tensor kept): the
+        # first plans need not read them back from an accelerator (a host sync).
+        self._zero_counters: dict[int, torch.Tensor] = {}
         definition = rule.loss_definition
         self._containers = {} if definition is None else _loss_containers(owner, loss_fn,
                                                                           definition)
@@ -155,9 +158,13 @@ class XRiskOptimizer(torch.optim.Optimizer):
         first = self.param_groups[0].get("step")
         added["step"] = torch.zeros((), dtype=torch.int64) if first is None else first.clone()
         with torch.no_grad():
+            counters = [n for n, spec in rule.slot_specs().items() if spec.scalar and spec.integer]
             for param in added["params"]:
                 slots = rule.init_slots(param)
                 self.state[param] = {n: v for n, v in slots._asdict().items() if v is not None}
+                self._zero_counters.update(
+                    (id(self.state[param][n]), self.state[param][n]) for n in counters
+                    if n in self.state[param])
 
     def _auxiliary_group(self) -> dict[str, Any]:
         return next((g for g in self.param_groups if g.get("auxiliary")), self.param_groups[0])
@@ -223,8 +230,8 @@ class XRiskOptimizer(torch.optim.Optimizer):
         params = group["params"]
         found = self._plans.get(position)
         if found is None or not _plans_match(*found, params, rule, self.state):
-            found = self._plans[position] = (tuple(params), rule,
-                                             _make_plans(params, rule, self.state))
+            found = self._plans[position] = (
+                tuple(params), rule, _make_plans(params, rule, self.state, self._zero_counters))
         plans = found[2]
         rest: list[torch.Tensor] = []
         for plan in plans:
@@ -311,6 +318,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
             group["step"] = torch.as_tensor(group["step"], dtype=torch.int64).cpu().clone()
         # torch casts floating state to the parameter's dtype; restore int32 counters and the
         # compute dtype (float32 for bfloat16/float16 parameters) from the saved tensors.
+        self._zero_counters.clear()  # loaded counters are read when the plans are rebuilt
         for param, slots, specs in plan:
             dtype = torch.float64 if param.dtype == torch.float64 else torch.float32
             self.state[param] = {
@@ -323,6 +331,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.update(rule=self.rule, loss_fn=self.loss_fn, _rules={}, _plans={},
+                     _zero_counters={},
                      _containers=self._containers, _hyper_names=self._hyper_names)
         return state
 
@@ -685,13 +694,17 @@ def _tiles(sizes: list[int], tile: int) -> list[tuple[int, int, list[tuple[int, 
 
 
 def _make_plans(params: list[torch.Tensor], rule: UpdateRule,
-                state: dict[torch.Tensor, dict[str, torch.Tensor]]) -> list[_FlatPlan]:
-    """One plan per (dtype, device, counter values) among ``params``. Reads the counters (a
-    device sync on an accelerator): only when plans are (re)built, not every step."""
+                state: dict[torch.Tensor, dict[str, torch.Tensor]],
+                zero_counters: dict[int, torch.Tensor]) -> list[_FlatPlan]:
+    """One plan per (dtype, device, counter values) among ``params``. A counter the optimizer
+    made is known to be 0 (``zero_counters``, consumed here: the plans' views replace it);
+    any other is read (a device sync on an accelerator: only when plans are rebuilt after a
+    ``load_state_dict``, a per-tensor or compiled step, never on the first step)."""
     names = [n for n, spec in rule.slot_specs().items() if spec.scalar and spec.integer]
     buckets: dict[tuple[Any, ...], list[torch.Tensor]] = {}
     for param in params:
-        counters = tuple(int(state[param][n]) for n in names)
+        counters = tuple(0 if zero_counters.pop(id(state[param][n]), None) is state[param][n]
+                         else int(state[param][n]) for n in names)
         buckets.setdefault((param.dtype, param.device, counters), []).append(param)
     return [_FlatPlan(members, rule, state, dict(zip(names, key[2])))
             for key, members in buckets.items()]
