@@ -197,6 +197,25 @@ def _write_logs(run_dir: Path, history: list[dict[str, Any]]) -> None:
         writer.writerows(history)
 
 
+def track_best(recipe: Recipe, epoch: int, watched: float | None, is_main: bool,
+               best: dict[str, Any], best_weights: Weights,
+               session: Any) -> tuple[dict[str, Any], Weights, bool]:
+    """The selection rule of both loops (binary and ranking): in the main phase, an epoch
+    whose validation ``watched`` beats the best so far (or that has no such metric) becomes
+    the best and its weights are kept; otherwise it counts towards ``patience``. Returns the
+    new best, its weights, and whether early stopping ends the run now."""
+    if is_main:
+        if watched is None or watched > best["value"]:
+            best = {"value": -math.inf if watched is None else watched, "epoch": epoch,
+                    "bad_epochs": 0}
+            best_weights = session.weights()
+        else:
+            best["bad_epochs"] += 1
+    stopped_early = (recipe.evaluation.early_stopping and is_main and watched is not None
+                     and best["bad_epochs"] >= recipe.evaluation.patience)
+    return best, best_weights, stopped_early
+
+
 def _prefixed(prefix: str, weights: Weights) -> dict[str, np.ndarray]:
     return {f"{prefix}/{key}": value for key, value in weights.items()}
 
@@ -353,16 +372,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
                     _metrics(recipe, splits.y_test, session.predict(splits.x_test)).items()})
         history.append(row)
         watched = validation.get(target)
-        if phase is main:
-            if watched is None or watched > best["value"]:
-                best = {"value": -math.inf if watched is None else watched, "epoch": epoch,
-                        "bad_epochs": 0}
-                best_weights = session.weights()
-            else:
-                best["bad_epochs"] += 1
-        stopped_early = (recipe.evaluation.early_stopping and phase is main
-                         and watched is not None
-                         and best["bad_epochs"] >= recipe.evaluation.patience)
+        best, best_weights, stopped_early = track_best(recipe, epoch, watched, phase is main,
+                                                       best, best_weights, session)
         session_arrays, session_meta = session.state()
         save_checkpoint(checkpoints, epoch, {
             **_prefixed("model", session.weights()), **_prefixed("best", best_weights),

@@ -37,7 +37,17 @@ from typing import Any
 import numpy as np
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
-from .engine import Phase, RunResult, _phase, _Progress, _write_logs, import_framework
+from .engine import (
+    Phase,
+    RunResult,
+    _phase,
+    _prefixed,
+    _Progress,
+    _unprefixed,
+    _write_logs,
+    import_framework,
+    track_best,
+)
 from .models import glorot_layer, layers_weights, mlp_weights, neumf_weights, weights_layers
 from .recipe import Recipe, RecipeError
 
@@ -296,14 +306,6 @@ def ranking_metrics(names: tuple[str, ...] | list[str], candidates: Candidates,
     return out
 
 
-def _arrays(prefix: str, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {f"{prefix}/{k}": v for k, v in weights.items()}
-
-
-def _weights(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {k.partition("/")[2]: v for k, v in arrays.items() if k.startswith(f"{prefix}/")}
-
-
 def ranking_session_class(framework: str) -> type:
     """``xrisk.<framework>.runner.RankingSession``, imported now."""
     import importlib
@@ -359,14 +361,14 @@ def run_ranking_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool =
                               "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
         seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
-        session.set_weights(_weights("model", arrays))
-        best_weights = _weights("best", arrays)
+        session.set_weights(_unprefixed("model", arrays))
+        best_weights = _unprefixed("best", arrays)
         rng.bit_generator.state = meta["rng"]
         sampler.load_state_dict(meta["sampler"])
         phase_now = warmup if warmup is not None and start < schedule.warmup_epochs else main
         if meta["phase"] == phase_now.name:
             session.start(phase_now, ranking_loss_arguments(phase_now, data, sampler))
-            session.load_state(_weights("session", arrays), meta["session"])
+            session.load_state(_unprefixed("session", arrays), meta["session"])
             started = phase_now.name
     write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
     began = time.perf_counter()
@@ -402,20 +404,12 @@ def run_ranking_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool =
             names, data.test, session.predict(data.test.inputs)).items()})
         history.append(row)
         watched = validation.get(target)
-        if phase is main:
-            if watched is None or watched > best["value"]:
-                best = {"value": -math.inf if watched is None else watched, "epoch": epoch,
-                        "bad_epochs": 0}
-                best_weights = session.weights()
-            else:
-                best["bad_epochs"] += 1
-        stopped_early = (recipe.evaluation.early_stopping and phase is main
-                         and watched is not None
-                         and best["bad_epochs"] >= recipe.evaluation.patience)
+        best, best_weights, stopped_early = track_best(recipe, epoch, watched, phase is main,
+                                                       best, best_weights, session)
         session_arrays, session_meta = session.state()
         save_checkpoint(checkpoints, epoch, {
-            **_arrays("model", session.weights()), **_arrays("best", best_weights),
-            **_arrays("session", session_arrays)}, {
+            **_prefixed("model", session.weights()), **_prefixed("best", best_weights),
+            **_prefixed("session", session_arrays)}, {
             "recipe": recipe.to_dict(), "history": history, "best": best,
             "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
             "phase": phase.name, "session": session_meta, "stopped_early": stopped_early,
