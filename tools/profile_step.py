@@ -56,22 +56,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
 from _libauc_shim import MISSING_MESSAGE, LibAUC, load_libauc  # noqa: E402
 from _timing import machine_load  # noqa: E402
+from bench_epoch_vs_libauc import build, make_model, make_step  # noqa: E402
 from op_count import OpCounter, source_roots  # noqa: E402
-
-import xrisk.torch as xr  # noqa: E402
 
 OBJECTIVES = ("ap", "aucm")
 TITLES = {"ap": "APLoss + SOAP", "aucm": "AUCMLoss + PESG"}
 PARTS = ("phases", "pieces", "ops", "micro", "cprofile")
-
-Step = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
-
-
-def make_model(features: int, hidden: int, seed: int) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(
-        torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1)
-    )
 
 
 def make_batches(num_samples: int, args: argparse.Namespace
@@ -93,54 +83,6 @@ def make_batches(num_samples: int, args: argparse.Namespace
         out.append((torch.from_numpy(x), torch.from_numpy(labels.copy()), torch.from_numpy(index)))
     return out
 
-
-def lr_kwarg(cls: Any, value: float) -> dict[str, float]:
-    """``{"lr": value}``, or ``{"learning_rate": value}`` if the class takes only that name
-    (xrisk renames the argument; LibAUC and torch say ``lr``)."""
-    try:
-        names = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        return {"lr": value}
-    return {"learning_rate": value} if "learning_rate" in names and "lr" not in names \
-        else {"lr": value}
-
-
-def build(impl: str, objective: str, num_samples: int, model: torch.nn.Module,
-          lib: LibAUC) -> tuple[Any, Any]:
-    """``(loss_fn, optimizer)`` of ``impl`` ("xrisk" or "libauc") for ``objective``.
-
-    Only the basic constructors, with each library's defaults (they agree: SOAP Adam
-    lr 1e-3, weight decay 1e-5; PESG SGD lr 0.1, momentum 0.9, epoch decay 2e-3;
-    AUC-M v1 with the batch's positive ratio; AP gamma 0.9, margin 1, squared hinge).
-    """
-    params = model.parameters()
-    if impl == "xrisk":
-        if objective == "ap":
-            return xr.APLoss(num_samples), xr.SOAP(params, **lr_kwarg(xr.SOAP, 1e-3))
-        loss_fn = xr.AUCMLoss()
-        return loss_fn, xr.PESG(params, loss_fn)
-    if objective == "ap":
-        loss_fn = lib.losses.APLoss(data_len=num_samples, device="cpu")
-        return loss_fn, lib.optimizers.SOAP(params, lr=1e-3, device="cpu")
-    loss_fn = lib.losses.AUCMLoss(device="cpu")
-    return loss_fn, lib.optimizers.PESG(params, loss_fn=loss_fn, device="cpu", verbose=False)
-
-
-def make_step(objective: str, model: torch.nn.Module, loss_fn: Any, optimizer: Any) -> Step:
-    """One training step: forward, loss, zero_grad, backward, optimizer step."""
-    if objective == "ap":
-        def step(x: torch.Tensor, y: torch.Tensor, index: torch.Tensor) -> None:
-            loss = loss_fn(torch.sigmoid(model(x)), y, index)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    else:
-        def step(x: torch.Tensor, y: torch.Tensor, index: torch.Tensor) -> None:
-            loss = loss_fn(torch.sigmoid(model(x)), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    return step
 
 def fmt_n(n: int) -> str:
     return f"{n:.0e}".replace("+0", "").replace("+", "")
