@@ -35,7 +35,7 @@ import xrisk.jax
 import xrisk.tensorflow
 import xrisk.torch
 from xrisk._adapter_support import METADATA_KEY
-from xrisk._validation import check_count, check_fraction, check_positive
+from xrisk._arguments import check_count, check_fraction, check_positive
 from xrisk.backends import get_backend
 from xrisk.losses import Input, LossDefinition, StateTable, Step
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ._check_mode import StateCastWarning
 from ._domain import Domain
 from ._inputs import preview, to_numpy
-from ._validation import StateCastWarning
 from .losses import LossDefinition
 
 __all__ = ["DTYPE_NAMES", "dtype_name", "METADATA_KEY", "STATE_FORMAT", "state_metadata",

@@ -62,10 +62,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._adapter_support import METADATA_KEY
+from ._arguments import check_count
 from ._grouping import group_keys
 from ._inputs import to_numpy
 from ._typing import Array
-from ._validation import check_count
 from .backends import backend_of
 from .losses import LossDefinition
 

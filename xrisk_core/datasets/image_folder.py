@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count
+from .._arguments import check_count
 from .imbalanced import ImbalancedDataGenerator
 from .indexed import IndexedDataset
 

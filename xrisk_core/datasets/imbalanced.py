@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_interval
 from .._inputs import class_labels, to_numpy
-from .._validation import check_interval
 from ..samplers._base import check_seed
 
 __all__ = ["ImbalancedDataGenerator"]

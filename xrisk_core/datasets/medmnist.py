@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_choice
+from .._arguments import check_choice
 
 __all__ = ["load_medmnist_npz"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_count
 from .._inputs import class_labels
-from .._validation import check_count
 from ..samplers._base import check_seed
 from ._files import data_file
 from .imbalanced import ImbalancedDataGenerator

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_choice, check_count
+from .._arguments import check_choice, check_count
 from ..metrics.ranking import ideal_dcg
 from ..samplers._base import check_seed
 from ..samplers._interactions import Interactions

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_interval
+from .._arguments import check_interval
 
 __all__ = ["read_smiles_csv", "murcko_scaffolds", "scaffold_split"]
 

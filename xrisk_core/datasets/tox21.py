@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count
+from .._arguments import check_count
 from ._files import data_file
 
 __all__ = ["TOX21_TASKS", "load_tox21", "morgan_fingerprints"]

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_count
 from .._inputs import class_labels
-from .._validation import check_count
 from ..samplers._base import check_seed
 
 __all__ = ["GRAY_WEIGHTS", "SimCLRAugment", "apply_simclr_views", "simclr_view_params",

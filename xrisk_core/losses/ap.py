@@ -21,11 +21,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._arguments import check_count, check_fraction, check_positive
 from .._domain import NONNEGATIVE
 from .._inputs import to_numpy
 from .._state import StateTable, axis_size
 from .._typing import Array, in_dtype
-from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
 from ._binary import BinaryLoss, positive_mask

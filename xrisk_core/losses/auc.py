@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._arguments import check_choice, check_fraction, check_positive
 from .._state import axis_size, masked_mean
 from .._typing import Array
-from .._validation import check_choice, check_fraction, check_positive
 from ._base import Auxiliary, NoState, Step
 from ._binary import BinaryLoss, label_masks
 

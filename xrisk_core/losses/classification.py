@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._domain import COUNT
 from .._state import StateTable, axis_size
 from .._typing import Array
-from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Auxiliary, NoState, Step
 from ._binary import BinaryLoss

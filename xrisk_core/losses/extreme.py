@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._domain import BINARY, REAL
 from .._grouping import group_keys
 from .._state import SMOOTHING, StateTable, axis_size
 from .._typing import Array
-from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import Input, LossDefinition, Step, state_update
 
 __all__ = ["EXTREME_MODES", "EntLossClassification", "EntLossClassificationState"]

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, cast
 
+from .._arguments import check_count, check_fraction, check_positive
 from .._domain import NONNEGATIVE, REAL
 from .._grouping import KeyGroups, group_keys
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, SMOOTHING, StateTable
 from .._typing import Array
-from .._validation import check_count, check_fraction, check_positive
 from ._base import LOSSES, Auxiliary, Input, LossDefinition, Step, state_update
 from .auc import AUCMParams
 

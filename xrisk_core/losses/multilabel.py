@@ -30,9 +30,9 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
+from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._state import StateTable
 from .._typing import Array
-from .._validation import check_choice, check_count, check_fraction, check_positive
 from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
 from .ap import APLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value

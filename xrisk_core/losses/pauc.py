@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, cast
 
+from .._arguments import check_count, check_fraction, check_positive
 from .._domain import REAL, UNIT_INTERVAL
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, StateTable
 from .._typing import Array
-from .._validation import check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import LOSSES, Step
 from ._binary import BinaryLoss, PositiveRows, label_masks

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._domain import NONNEGATIVE, POSITIVE_COUNT, REAL, Domain, Relation
 from .._grouping import KeyGroups, group_keys
 from .._state import SHIFTED_MEAN, StateTable, axis_size
 from .._typing import Array, in_dtype
-from .._validation import check_choice, check_count, check_fraction, check_positive
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Input, LossDefinition, Step
 from .pauc import _log_shift

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_choice, check_interval
 from .._inputs import binary_labels, preview, to_numpy
-from .._validation import check_choice, check_interval
 
 __all__ = ["auroc", "average_precision", "one_way_partial_auroc", "two_way_partial_auroc"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_choice, check_count
 from .._inputs import preview, to_numpy
-from .._validation import check_choice, check_count
 
 __all__ = ["ndcg_at_k", "map_at_k", "precision_at_k", "recall_at_k", "ideal_dcg"]
 

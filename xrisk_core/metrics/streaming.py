@@ -41,8 +41,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from .._arguments import check_choice, check_interval
 from .._inputs import to_numpy
-from .._validation import check_choice, check_interval
 from . import classification, ranking
 
 __all__ = [

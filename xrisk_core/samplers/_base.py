@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count, check_interval
+from .._arguments import check_count, check_interval
 
 __all__ = [
     "BaseSampler",

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_count
 from .._inputs import class_labels, preview, to_numpy
-from .._validation import check_count
 
 __all__ = ["Interactions", "LAYOUTS"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_count
 from .._inputs import binary_labels, preview
-from .._validation import check_count
 from ._base import (
     NEG_STREAM,
     POS_STREAM,

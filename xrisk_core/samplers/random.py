@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count
+from .._arguments import check_count
 from ._base import ORDER_STREAM, BaseSampler, check_seed, chunk, generator, libauc_guard
 
 __all__ = ["RandomSampler"]

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import check_choice, check_count
 from .._inputs import binary_labels, class_labels, preview, to_numpy
-from .._validation import check_choice, check_count
 from ._base import (
     BATCH_STREAM,
     NEG_STREAM,
