@@ -279,55 +279,145 @@ class _Progress:
 BatchCallback = Callable[[int, int, float], None]
 
 
+class Task(Protocol):
+    """What a kind of run (binary, ranking, contrastive, multi-label) adds to the one loop of
+    :func:`run_seed`: its data, session, sampler and phases, built by the task's constructor
+    ``(recipe, seed)``, and four hooks.
+
+    ``reinit_stream``: the stream of ``np.random.default_rng([seed, reinit_stream])`` that
+    redraws the last layer after the warm-up (kept per task so old checkpoints stay valid).
+    """
+
+    session: Any
+    sampler: Any
+    warmup: Phase | None
+    main: Phase
+    reinit_stream: int
+
+    def start(self, phase: Phase) -> None:
+        """Build the phase's loss and optimizer in the session (fresh state)."""
+
+    def decay(self, factor: float) -> None:
+        """A decay point of the schedule (``update_regularizer`` or ``update_lr``)."""
+
+    def batches(self, phase: Phase, epoch: int) -> Iterable[Any]:
+        """What ``session.epoch`` trains on this epoch (the sampler's epoch is set)."""
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        """The metrics of the current model on ``"val"`` or ``"test"``."""
+
+    def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+        """Test and validation metrics of the current (selected) model, and the arrays of
+        ``predictions.npz`` (``test_logits``, ``y_test``, ``val_logits``, ``y_val`` for the
+        report's ROC and PR figures)."""
+
+
+class BinaryTask:
+    """Binary classification: :func:`load_splits`, a reference model, Dual/Random batches of
+    indices, the metrics of :func:`xrisk.metrics.evaluate`."""
+
+    reinit_stream = 1
+
+    def __init__(self, recipe: Recipe, seed: int) -> None:
+        self.recipe = recipe
+        self.splits = splits = load_splits(recipe.data, seed=seed, dtype=recipe.dtype,
+                                           images=recipe.model.name in CONV_MODELS)
+        self.session = session_class(recipe.framework)(
+            splits, initial_weights(recipe, splits, seed), model=recipe.model.name,
+            activation=recipe.model.activation, dtype=recipe.dtype, seed=seed)
+        self.warmup, self.main = phases(recipe)
+        self.sampler = make_sampler(recipe, splits.y_train, seed)
+        self.stages = main_stages(recipe)
+
+    def start(self, phase: Phase) -> None:
+        self.session.start(phase)
+
+    def decay(self, factor: float) -> None:
+        self.session.decay(factor, regularizer=self.stages)
+
+    def batches(self, phase: Phase, epoch: int) -> Iterable[Any]:
+        return self.sampler
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        x, y = getattr(self.splits, f"x_{split}"), getattr(self.splits, f"y_{split}")
+        return _metrics(self.recipe, y, self.session.predict(x))
+
+    def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+        splits = self.splits
+        test_logits = self.session.predict(splits.x_test)
+        val_logits = self.session.predict(splits.x_val)
+        return (_metrics(self.recipe, splits.y_test, test_logits),
+                _metrics(self.recipe, splits.y_val, val_logits),
+                {"test_logits": test_logits, "y_test": splits.y_test,
+                 "val_logits": val_logits, "y_val": splits.y_val})
+
+
+def make_sampler(recipe: Recipe, labels: np.ndarray, seed: int) -> Any:
+    """The recipe's batches of training indices: DualSampler (a share of positives) or
+    RandomSampler."""
+    if recipe.sampler.name == "dual":
+        from xrisk.samplers import DualSampler
+        return DualSampler(labels, recipe.sampler.batch_size,
+                           sampling_rate=recipe.sampler.sampling_rate, seed=seed)
+    from xrisk.samplers import RandomSampler
+    return RandomSampler(len(labels), recipe.sampler.batch_size, seed=seed)
+
+
+def _task_class(recipe: Recipe) -> Callable[[Recipe, int], Task]:
+    if recipe.task == "ranking":
+        from .ranking import RankingTask
+        return RankingTask
+    if recipe.task == "contrastive":
+        from .contrastive import ContrastiveTask
+        return ContrastiveTask
+    if recipe.task == "multilabel":
+        from .multilabel import MultiLabelTask
+        return MultiLabelTask
+    return BinaryTask
+
+
+def reinit_output_layer(session: Any, rng: np.random.Generator, dtype: str) -> None:
+    """Redraw the layer that gives the logits (Glorot, zero bias) from ``rng``."""
+    now = session.weights()
+    last = _output_layer(now)
+    fan_in, fan_out = now[f"{last}/kernel"].shape
+    kernel, bias = glorot_layer(rng, fan_in, fan_out, dtype)
+    session.set_weights({**now, f"{last}/kernel": kernel, f"{last}/bias": bias})
+
+
 def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
              progress: bool = True, on_batch: BatchCallback | None = None,
              on_epoch: Callable[[int, dict[str, Any]], None] | None = None) -> RunResult:
-    """Train one seed of ``recipe`` into ``run_dir``; see the module docstring.
+    """Train one seed of ``recipe`` into ``run_dir``; see the module docstring. Every task
+    (binary, ranking, contrastive, multi-label) runs this loop with its :class:`Task` hooks.
 
     ``on_batch(epoch, batch, loss)`` runs after every step; ``on_epoch(epoch, row)`` after
     every epoch's evaluation (``xrisk tune`` prunes there by raising).
     """
-    if recipe.task == "ranking":
-        from .ranking import run_ranking_seed
-
-        return run_ranking_seed(recipe, seed, run_dir, resume=resume, progress=progress,
-                                on_batch=on_batch, on_epoch=on_epoch)
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints = run_dir / "checkpoints"
     if not resume and latest_checkpoint(checkpoints) is not None:
         raise FileExistsError(
             f"{run_dir}: holds a run already (checkpoints/latest.json). Fix: pass --resume "
             "to continue it, or choose another output folder (--out).")
-    splits = load_splits(recipe.data, seed=seed, dtype=recipe.dtype,
-                         images=recipe.model.name in CONV_MODELS)
-    weights = initial_weights(recipe, splits, seed)
-    session = session_class(recipe.framework)(splits, weights, model=recipe.model.name,
-                                              activation=recipe.model.activation,
-                                              dtype=recipe.dtype, seed=seed)
-    warmup, main = phases(recipe)
+    task = _task_class(recipe)(recipe, seed)
+    session, sampler, warmup, main = task.session, task.sampler, task.warmup, task.main
     schedule, epochs = recipe.schedule, recipe.epochs
     main_epochs = epochs - schedule.warmup_epochs
     decay_epochs = {schedule.warmup_epochs + max(1, round(f * main_epochs))
                     for f in schedule.decay_at} - {epochs}
-    rng = np.random.default_rng([seed, 1])  # the last layer's re-initialisation
-    if recipe.sampler.name == "dual":
-        from xrisk.samplers import DualSampler
-        sampler: Any = DualSampler(splits.y_train, recipe.sampler.batch_size,
-                                   sampling_rate=recipe.sampler.sampling_rate, seed=seed)
-    else:
-        from xrisk.samplers import RandomSampler
-        sampler = RandomSampler(splits.y_train.size, recipe.sampler.batch_size, seed=seed)
+    rng = np.random.default_rng([seed, task.reinit_stream])  # the last layer's redraw
 
     target = recipe.metric
-    best = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
+    best: dict[str, Any] = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
     history: list[dict[str, Any]] = []
-    best_weights = weights
+    best_weights = session.weights()
     start, started, seconds_before, stopped_early = 0, None, 0.0, False
     if resume and latest_checkpoint(checkpoints) is not None:
         arrays, meta = load_checkpoint(checkpoints)
         if meta["recipe"] != recipe.to_dict():
             raise RecipeError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
-                             "resume with the recipe the run started with (its recipe.json).")
+                              "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
         seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
         session.set_weights(_unprefixed("model", arrays))
@@ -336,40 +426,34 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         sampler.load_state_dict(meta["sampler"])
         phase_now = warmup if warmup is not None and start < schedule.warmup_epochs else main
         if meta["phase"] == phase_now.name:
-            session.start(phase_now)
-            session.load_state({k.partition("/")[2]: v for k, v in arrays.items()
-                                if k.startswith("session/")}, meta["session"])
+            task.start(phase_now)
+            session.load_state(_unprefixed("session", arrays), meta["session"])
             started = phase_now.name
     write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
     began = time.perf_counter()
-    bar = _Progress(epochs, start, f"{recipe.framework} {recipe.loss.name} seed {seed}",
-                    progress)
+    bar = _Progress(epochs, start, f"{recipe.framework} {recipe.method or recipe.loss.name} "
+                    f"seed {seed}", progress)
     for epoch in range(start, epochs if not stopped_early else start):
         phase = warmup if warmup is not None and epoch < schedule.warmup_epochs else main
         if started != phase.name:
             if phase is main and warmup is not None and schedule.reinit_last_layer:
-                now = session.weights()
-                last = _output_layer(now)
-                fan_in, fan_out = now[f"{last}/kernel"].shape
-                kernel, bias = glorot_layer(rng, fan_in, fan_out, recipe.dtype)
-                session.set_weights({**now, f"{last}/kernel": kernel, f"{last}/bias": bias})
-            session.start(phase)
+                reinit_output_layer(session, rng, recipe.dtype)
+            task.start(phase)
             started = phase.name
         if epoch in decay_epochs:
-            session.decay(schedule.decay_factor, regularizer=main_stages(recipe))
+            task.decay(schedule.decay_factor)
         sampler.set_epoch(epoch)
         total, count = 0.0, 0
-        for batch, loss in enumerate(session.epoch(sampler)):
+        for batch, loss in enumerate(session.epoch(task.batches(phase, epoch))):
             value = float(loss)
             total, count = total + value, count + 1
             if on_batch is not None:
                 on_batch(epoch, batch, value)
         row: dict[str, Any] = {"epoch": epoch, "phase": phase.name,
                                "loss": total / max(count, 1)}
-        validation = _metrics(recipe, splits.y_val, session.predict(splits.x_val))
+        validation = task.evaluate("val")
         row.update({f"val_{k}": v for k, v in validation.items()})
-        row.update({f"test_{k}": v for k, v in
-                    _metrics(recipe, splits.y_test, session.predict(splits.x_test)).items()})
+        row.update({f"test_{k}": v for k, v in task.evaluate("test").items()})
         history.append(row)
         watched = validation.get(target)
         best, best_weights, stopped_early = track_best(recipe, epoch, watched, phase is main,
@@ -377,7 +461,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         session_arrays, session_meta = session.state()
         save_checkpoint(checkpoints, epoch, {
             **_prefixed("model", session.weights()), **_prefixed("best", best_weights),
-            **{f"session/{k}": v for k, v in session_arrays.items()}}, {
+            **_prefixed("session", session_arrays)}, {
             "recipe": recipe.to_dict(), "history": history, "best": best,
             "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
             "phase": phase.name, "session": session_meta, "stopped_early": stopped_early,
@@ -391,7 +475,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         if stopped_early:
             break
     bar.close()
-    return _finish(recipe, seed, run_dir, session, splits, history, best, best_weights,
+    return _finish(recipe, seed, run_dir, task, history, best, best_weights,
                    seconds_before + time.perf_counter() - began, stopped_early)
 
 
@@ -406,19 +490,15 @@ def main_stages(recipe: Recipe) -> bool:
     return bool(decay)
 
 
-def _finish(recipe: Recipe, seed: int, run_dir: Path, session: Session, splits: Splits,
+def _finish(recipe: Recipe, seed: int, run_dir: Path, task: Task,
             history: list[dict[str, Any]], best: dict[str, Any], best_weights: Weights,
             seconds: float, stopped_early: bool) -> RunResult:
     """Select the best epoch's model, score it, write predictions.npz and result.json."""
     best_epoch = best["epoch"] if best["epoch"] >= 0 else history[-1]["epoch"]
-    session.set_weights(best_weights)
-    test_logits = session.predict(splits.x_test)
-    val_logits = session.predict(splits.x_val)
-    test = _metrics(recipe, splits.y_test, test_logits)
-    validation = _metrics(recipe, splits.y_val, val_logits)
+    task.session.set_weights(best_weights)
+    test, validation, arrays = task.finish()
     with (run_dir / "predictions.tmp.npz").open("wb") as handle:
-        np.savez(handle, test_logits=test_logits, y_test=splits.y_test,
-                 val_logits=val_logits, y_val=splits.y_val)
+        np.savez(handle, **arrays)
     os.replace(run_dir / "predictions.tmp.npz", run_dir / "predictions.npz")
     result = RunResult(run_dir, seed, history, best_epoch, test, validation, seconds,
                        stopped_early)

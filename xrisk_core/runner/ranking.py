@@ -26,34 +26,20 @@ layer (``reinit_last_layer``) before SONG / K-SONG start with a fresh loss state
 
 from __future__ import annotations
 
-import math
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic
-from .engine import (
-    Phase,
-    RunResult,
-    _phase,
-    _prefixed,
-    _Progress,
-    _unprefixed,
-    _write_logs,
-    import_framework,
-    track_best,
-)
-from .models import glorot_layer, layers_weights, mlp_weights, neumf_weights, weights_layers
+from .engine import Phase, _phase, import_framework
+from .models import layers_weights, mlp_weights, neumf_weights, weights_layers
 from .recipe import Recipe, RecipeError
 
 __all__ = ["Candidates", "RankingData", "load_ranking", "ranking_metrics", "ranking_weights",
            "layers_weights", "weights_layers", "ranking_phases", "batch_inputs",
-           "run_ranking_seed"]
+           "RankingTask"]
 
 #: NeuMF's embedding width for MovieLens (the towers' widths are ``model.hidden``).
 NEUMF_FACTORS = 16
@@ -319,130 +305,52 @@ def ranking_session_class(framework: str) -> type:
     return module.RankingSession
 
 
-def run_ranking_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
-                     progress: bool = True, on_batch: Any = None,
-                     on_epoch: Any = None) -> RunResult:
-    """Train one seed of a ranking recipe into ``run_dir``: the loop of
-    :func:`xrisk.runner.engine.run_seed` (warm-up, stage decay, evaluation, early stopping
-    on the validation target, per-epoch checkpoints, bit-exact ``resume``) over TriSampler
-    batches."""
-    from xrisk.samplers import TriSampler
+class RankingTask:
+    """Learning to rank in :func:`xrisk.runner.engine.run_seed`'s loop: TriSampler batches
+    (queries x (rated + unrated items)), NDCG@K (and MAP / precision / recall @K) of each
+    query's held-out candidates, the ListwiseCE warm-up."""
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoints = run_dir / "checkpoints"
-    if not resume and latest_checkpoint(checkpoints) is not None:
-        raise FileExistsError(
-            f"{run_dir}: holds a run already (checkpoints/latest.json). Fix: pass --resume "
-            "to continue it, or choose another output folder (--out).")
-    data = load_ranking(recipe.data, seed=seed)
-    s = recipe.sampler
-    sampler = TriSampler(data.rows, s.num_pos + s.num_neg, num_pos=s.num_pos,
-                         num_sampled_tasks=min(s.num_queries, data.num_queries),
-                         mode="ranking", num_items=data.num_items, seed=seed)
-    weights = ranking_weights(data, recipe.model.hidden, seed=seed, dtype=recipe.dtype)
-    session = ranking_session_class(recipe.framework)(
-        data, weights, activation=recipe.model.activation, dtype=recipe.dtype, seed=seed)
-    warmup, main = ranking_phases(recipe)
-    schedule, epochs = recipe.schedule, recipe.epochs
-    main_epochs = epochs - schedule.warmup_epochs
-    decay_epochs = {schedule.warmup_epochs + max(1, round(f * main_epochs))
-                    for f in schedule.decay_at} - {epochs}
-    rng = np.random.default_rng([seed, 2])  # the last layer's re-initialisation
-    target = recipe.metric
-    names = list(dict.fromkeys([*recipe.evaluation.metrics, target]))
-    best: dict[str, Any] = {"value": -math.inf, "epoch": -1, "bad_epochs": 0}
-    history: list[dict[str, Any]] = []
-    best_weights = weights
-    start, started, seconds_before, stopped_early = 0, None, 0.0, False
-    if resume and latest_checkpoint(checkpoints) is not None:
-        arrays, meta = load_checkpoint(checkpoints)
-        if meta["recipe"] != recipe.to_dict():
-            raise RecipeError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
-                              "resume with the recipe the run started with (its recipe.json).")
-        start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
-        seconds_before, stopped_early = meta["seconds"], meta["stopped_early"]
-        session.set_weights(_unprefixed("model", arrays))
-        best_weights = _unprefixed("best", arrays)
-        rng.bit_generator.state = meta["rng"]
-        sampler.load_state_dict(meta["sampler"])
-        phase_now = warmup if warmup is not None and start < schedule.warmup_epochs else main
-        if meta["phase"] == phase_now.name:
-            session.start(phase_now, ranking_loss_arguments(phase_now, data, sampler))
-            session.load_state(_unprefixed("session", arrays), meta["session"])
-            started = phase_now.name
-    write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
-    began = time.perf_counter()
-    bar = _Progress(epochs, start, f"{recipe.framework} {recipe.method or recipe.loss.name} "
-                    f"seed {seed}", progress)
-    for epoch in range(start, epochs if not stopped_early else start):
-        phase = warmup if warmup is not None and epoch < schedule.warmup_epochs else main
-        if started != phase.name:
-            if phase is main and warmup is not None and schedule.reinit_last_layer:
-                kernel = session.weights()["out/kernel"]
-                new_kernel, new_bias = glorot_layer(rng, kernel.shape[0], kernel.shape[1],
-                                                    recipe.dtype)
-                session.set_weights({**session.weights(), "out/kernel": new_kernel,
-                                     "out/bias": new_bias})
-            session.start(phase, ranking_loss_arguments(phase, data, sampler))
-            started = phase.name
-        if epoch in decay_epochs and phase is main:
-            session.decay(schedule.decay_factor)
-        sampler.set_epoch(epoch)
-        total, count = 0.0, 0
-        batches = (batch_inputs(phase, data, sampler, items, queries, recipe.dtype)
-                   for items, queries in sampler)
-        for batch, loss in enumerate(session.epoch(batches)):
-            value = float(loss)
-            total, count = total + value, count + 1
-            if on_batch is not None:
-                on_batch(epoch, batch, value)
-        row: dict[str, Any] = {"epoch": epoch, "phase": phase.name,
-                               "loss": total / max(count, 1)}
-        validation = ranking_metrics(names, data.val, session.predict(data.val.inputs))
-        row.update({f"val_{k}": v for k, v in validation.items()})
-        row.update({f"test_{k}": v for k, v in ranking_metrics(
-            names, data.test, session.predict(data.test.inputs)).items()})
-        history.append(row)
-        watched = validation.get(target)
-        best, best_weights, stopped_early = track_best(recipe, epoch, watched, phase is main,
-                                                       best, best_weights, session)
-        session_arrays, session_meta = session.state()
-        save_checkpoint(checkpoints, epoch, {
-            **_prefixed("model", session.weights()), **_prefixed("best", best_weights),
-            **_prefixed("session", session_arrays)}, {
-            "recipe": recipe.to_dict(), "history": history, "best": best,
-            "rng": rng.bit_generator.state, "sampler": sampler.state_dict(),
-            "phase": phase.name, "session": session_meta, "stopped_early": stopped_early,
-            "seconds": seconds_before + time.perf_counter() - began})
-        _write_logs(run_dir, history)
-        bar.update({"loss": f"{row['loss']:.4f}",
-                    f"val_{target}": "-" if watched is None else f"{watched:.4f}",
-                    "best": f"{best['value']:.4f}" if best["epoch"] >= 0 else "-"})
-        if on_epoch is not None:
-            on_epoch(epoch, row)
-        if stopped_early:
-            break
-    bar.close()
-    seconds = seconds_before + time.perf_counter() - began
-    best_epoch = best["epoch"] if best["epoch"] >= 0 else history[-1]["epoch"]
-    session.set_weights(best_weights)
-    test_scores = session.predict(data.test.inputs)
-    val_scores = session.predict(data.val.inputs)
-    test = ranking_metrics(names, data.test, test_scores)
-    validation = ranking_metrics(names, data.val, val_scores)
-    # the report's ROC / PR figures read these: relevant (rating > 0) against not, flattened
-    with (run_dir / "predictions.tmp.npz").open("wb") as handle:
-        np.savez(handle, test_logits=test_scores.reshape(-1),
-                 y_test=(data.test.relevance.reshape(-1) > 0).astype(np.int64),
-                 val_logits=val_scores.reshape(-1),
-                 y_val=(data.val.relevance.reshape(-1) > 0).astype(np.int64),
-                 test_relevance=data.test.relevance)
-    os.replace(run_dir / "predictions.tmp.npz", run_dir / "predictions.npz")
-    result = RunResult(run_dir, seed, history, best_epoch, test, validation, seconds,
-                       stopped_early)
-    write_json_atomic(run_dir / "result.json", {
-        "seed": seed, "best_epoch": best_epoch, "test": test, "validation": validation,
-        "seconds": seconds, "stopped_early": stopped_early, "epochs_run": len(history),
-        "framework": recipe.framework, "loss": recipe.loss.name,
-        "optimizer": recipe.optimizer.name, "metric": recipe.metric}, sort_keys=False)
-    return result
+    reinit_stream = 2
+
+    def __init__(self, recipe: Recipe, seed: int) -> None:
+        from xrisk.samplers import TriSampler
+
+        self.recipe = recipe
+        self.data = data = load_ranking(recipe.data, seed=seed)
+        s = recipe.sampler
+        self.sampler = TriSampler(data.rows, s.num_pos + s.num_neg, num_pos=s.num_pos,
+                                  num_sampled_tasks=min(s.num_queries, data.num_queries),
+                                  mode="ranking", num_items=data.num_items, seed=seed)
+        weights = ranking_weights(data, recipe.model.hidden, seed=seed, dtype=recipe.dtype)
+        self.session = ranking_session_class(recipe.framework)(
+            data, weights, activation=recipe.model.activation, dtype=recipe.dtype, seed=seed)
+        self.warmup, self.main = ranking_phases(recipe)
+        self.names = list(dict.fromkeys([*recipe.evaluation.metrics, recipe.metric]))
+
+    def start(self, phase: Phase) -> None:
+        self.session.start(phase, ranking_loss_arguments(phase, self.data, self.sampler))
+
+    def decay(self, factor: float) -> None:
+        self.session.decay(factor)
+
+    def batches(self, phase: Phase, epoch: int) -> Iterator[dict[str, dict[str, np.ndarray]]]:
+        return (batch_inputs(phase, self.data, self.sampler, items, queries, self.recipe.dtype)
+                for items, queries in self.sampler)
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        candidates = getattr(self.data, split)
+        return ranking_metrics(self.names, candidates, self.session.predict(candidates.inputs))
+
+    def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+        data = self.data
+        test_scores = self.session.predict(data.test.inputs)
+        val_scores = self.session.predict(data.val.inputs)
+        # the report's ROC / PR figures read these: relevant (rating > 0) against not,
+        # flattened
+        return (ranking_metrics(self.names, data.test, test_scores),
+                ranking_metrics(self.names, data.val, val_scores),
+                {"test_logits": test_scores.reshape(-1),
+                 "y_test": (data.test.relevance.reshape(-1) > 0).astype(np.int64),
+                 "val_logits": val_scores.reshape(-1),
+                 "y_val": (data.val.relevance.reshape(-1) > 0).astype(np.int64),
+                 "test_relevance": data.test.relevance})
