@@ -1,109 +1,97 @@
-"""Learning to rank on MovieLens with xrisk in PyTorch, TensorFlow and JAX (NDCG, SONG, K-SONG).
+"""Learning to rank on MovieLens with the runner: SONG and K-SONG against ListwiseCE and BCE.
 
 The data: MovieLens ml-latest-small (shipped, no download) with the LibAUC paper's protocol
-(:func:`xrisk.datasets.load_movielens`): per user, the last 5 ratings by time are the test
-items, the 5 before them validation, the rest training; a user's relevance for a movie is its
-rating. At test time every user ranks its 5 held-out movies among 100 movies it never rated.
+(:func:`xrisk.datasets.load_movielens`): per user the last 5 ratings by time are the test
+items, the 5 before them validation, the rest training; a user's relevance for a movie is
+its rating, and every user ranks its held-out movies among 100 movies it never rated. The
+model is NeuMF (user and movie embeddings, GMF + MLP towers), trained on batches of 32
+users x (10 rated + 100 unrated movies) (``TriSampler(mode="ranking")``) with
 
-The model: NeuMF (GMF + MLP towers over user and movie embeddings, as in the paper; the same
-initial weights in every framework), trained on the batches of one
-``TriSampler(mode="ranking")`` (users x (10 rated movies + 100 unrated ones)) with
+- ``bce``: pointwise cross-entropy, rated movies against sampled unrated ones (Adam);
+- ``listwise_ce``: ``ListwiseCELoss``, the listwise baseline;
+- ``song``: ``NDCGLoss`` (NDCG by moving-average estimators);
+- ``ksong``: ``NDCGLoss(top_k=10)`` (top-K NDCG, with the top-10 ideal DCG).
 
-- ``BCE``: pointwise cross-entropy, rated movies against sampled unrated ones;
-- ``ListwiseCE``: ``ListwiseCELoss`` (the listwise cross-entropy);
-- ``SONG``: ``NDCGLoss`` (NDCG by moving-average estimators);
-- ``K-SONG``: ``NDCGLoss(top_k=10)`` (top-K NDCG, with the top-10 ideal DCG).
-
-SONG and K-SONG start from the paper's warm-up (``_ranking.warm_up``: ListwiseCE first, then a
-new last layer). All use LibAUC's clipped Adam (learning rate 1e-2, weight decay 1e-7, / 10
-at 50 % and 75 % of the epochs; see ``_ranking.OPTIMIZER``) and gamma 0.1. The script prints
-NDCG@5 and NDCG@10 on the test items of
-every user, mean +- std over the seeds, and the paper's comparison as measured::
+The paper's recipe comes first for every method: ``--warmup-epochs`` of ListwiseCE, then a
+new output layer. :func:`xrisk.runner.compare` trains every method and seed (early stopping
+on validation NDCG@10) and writes ``report.md``; the script prints test NDCG@5 and NDCG@10,
+mean +- std over the seeds, and the paper's comparison as measured (not asserted)::
 
     python examples/ranking_movielens.py
-    python examples/ranking_movielens.py --frameworks jax --epochs 5 --seeds 1 --users 100
+    python examples/ranking_movielens.py --framework jax --seeds 1 --users 100
 
-The framework sections live in ``examples/_ranking.py``.
+``xrisk reproduce ranking`` runs the shipped version of this recipe. A ranking loop written
+out (NDCGLoss with a TriSampler in each framework) is in docs/guides/ranking.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from xrisk.runner import RecipeError, compare, load_recipe
 
-import _ranking as ranking  # noqa: E402  (the ranking examples' shared engine, next to this file)
-from _ranking import Method  # noqa: E402
-
-from xrisk.datasets import load_movielens  # noqa: E402
-from xrisk.metrics import ndcg_at_k  # noqa: E402
-
-TOP_K = 10
-METHODS = {
-    "BCE": Method("CrossEntropyLoss", optimizer="Adam",
-                  optimizer_options={"learning_rate": 1e-2, "weight_decay": 1e-7}),
-    "ListwiseCE": Method("ListwiseCELoss", {"gamma": 0.1}),
-    "SONG": Method("NDCGLoss", {"gamma0": 0.1}, warm_up=True),
-    "K-SONG": Method("NDCGLoss", {"gamma0": 0.1, "top_k": TOP_K}, warm_up=True, ideal_k=TOP_K),
-}
-METRICS = ("NDCG@5", "NDCG@10")
-#: (method, baseline, metric): does SONG beat ListwiseCE, does K-SONG help NDCG@K.
-COMPARISONS = (("SONG", "ListwiseCE", "NDCG@5"), ("SONG", "ListwiseCE", "NDCG@10"),
-               ("K-SONG", "SONG", "NDCG@10"), ("K-SONG", "ListwiseCE", "NDCG@10"))
-SIZES = {"factors": 16, "h1": 32, "h2": 16}
-NUM_POS, NUM_NEG, BATCH_USERS, TEST_NEGATIVES = 10, 100, 32, 100
+METHODS = ("bce", "listwise_ce", "song", "ksong")
+METRICS = ("ndcg@5", "ndcg@10")
+#: (method, baseline, metric): does SONG beat ListwiseCE, does K-SONG help NDCG@10.
+CLAIMS = (("song", "listwise_ce", "ndcg@5"), ("song", "listwise_ce", "ndcg@10"),
+          ("ksong", "song", "ndcg@10"), ("ksong", "listwise_ce", "ndcg@10"))
 
 
-def make_task(num_users: int | None = None) -> ranking.Task:
-    """The ranking task: the training ratings of the first ``num_users`` users (all by
-    default) and their test candidates."""
-    data = load_movielens()
-    users = data.num_users if num_users is None else num_users
-    rows = data.interactions("train")
-    rows = rows[rows[:, 0] < users]
-    items, relevance, test_users = data.eval_candidates("test", num_negatives=TEST_NEGATIVES)
-    keep = test_users < users
-
-    def evaluate(scores: np.ndarray) -> dict[str, float]:
-        return {f"NDCG@{k}": float(ndcg_at_k(relevance[keep], scores, k)) for k in (5, 10)}
-
-    return ranking.Task(
-        name="movielens", rows=rows, num_queries=users, num_items=data.num_items,
-        model="neumf", sizes=SIZES, evaluate=evaluate,
-        test={"users": test_users[keep], "items": items[keep]},
-        num_pos=NUM_POS, num_neg=NUM_NEG, batch_queries=min(BATCH_USERS, users))
+def make_recipe(args: argparse.Namespace) -> dict:
+    return {
+        "name": "ranking_movielens", "method": "song", "framework": args.framework,
+        "seeds": args.seeds, "epochs": args.warmup_epochs + args.epochs,
+        "data": {"name": "movielens", "limit": args.users},
+        "model": {"hidden": [32, 16]},
+        "sampler": {"name": "tri", "num_queries": 32, "num_pos": 10, "num_neg": 100},
+        "schedule": {"warmup_epochs": args.warmup_epochs, "warmup_optimizer": "Adam",
+                     "warmup_learning_rate": 1e-2,
+                     "reinit_last_layer": args.warmup_epochs > 0, "decay_at": [0.5, 0.75]},
+        "evaluation": {"metrics": list(METRICS), "patience": 5},
+    }
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    ranking.add_common_options(parser, list(METHODS), epochs=40, warm_up_epochs=10)
+    parser.add_argument("--framework", choices=("torch", "tensorflow", "jax"), default="torch")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help=f"comma-separated subset of {','.join(METHODS)}")
+    parser.add_argument("--epochs", type=int, default=12, help="epochs after the warm-up")
+    parser.add_argument("--warmup-epochs", type=int, default=4)
+    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--users", type=int, default=None,
                         help="train and test on the first N users only (default: all 610)")
+    parser.add_argument("--out", default="runs/ranking_movielens",
+                        help="run folder (report.md, figures, logs, checkpoints)")
     args = parser.parse_args(argv)
-    ranking.check_common_options(parser, args, list(METHODS))
-    if args.users is not None and not 2 <= args.users <= 610:
-        parser.error(f"--users: got {args.users}; expected 2 to 610 (ml-latest-small's users)")
-    return args
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not set(methods) <= set(METHODS):
+        parser.error(f"--methods: got {sorted(set(methods) - set(METHODS))}; expected "
+                     f"names from {list(METHODS)}")
+    if args.users is not None and not 20 <= args.users <= 610:
+        parser.error(f"--users: got {args.users}; expected 20 to 610 (ml-latest-small's users)")
+    try:
+        results = compare(load_recipe(make_recipe(args)), methods, args.out)
+    except RecipeError as error:  # a bad option: the runner names the field and the fix
+        parser.error(str(error))
 
-
-def main(argv: Sequence[str] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
-    """Train every requested framework x method x seed; print and return the test NDCG."""
-    args = parse_args(argv)
-    ranking.import_frameworks(args.frameworks)
-    task = make_task(args.users)
-    print(f"MovieLens ml-latest-small: {task.num_queries} users, {task.num_items} movies, "
-          f"{task.rows.shape[0]} training ratings; batches of {task.batch_queries} users x "
-          f"({NUM_POS} rated + {NUM_NEG} unrated movies); test: 5 held-out + "
-          f"{TEST_NEGATIVES} unrated movies per user", flush=True)
-    results = ranking.run(args, task, METHODS)
-    ranking.report(results, METRICS, args.frameworks, COMPARISONS)
-    return results
+    means = {}
+    print(f"\n{'method':<12}" + "".join(f"{'test ' + m:>22}" for m in METRICS))
+    for method, runs in results.items():
+        values = {m: [run.test[m] for run in runs] for m in METRICS}
+        means[method] = {m: float(np.mean(v)) for m, v in values.items()}
+        print(f"{method:<12}" + "".join(f"{np.mean(v):>13.4f} +- {np.std(v):.4f}"
+                                        for v in values.values()))
+    print("\nThe paper's comparison, as measured here (not asserted):")
+    for method, baseline, metric in CLAIMS:
+        if method in means and baseline in means:
+            gap = means[method][metric] - means[baseline][metric]
+            print(f"  {method} - {baseline} on test {metric}: {gap:+.4f}")
+    print(f"\nreport: {args.out}/report.md")
+    return means
 
 
 if __name__ == "__main__":
