@@ -21,9 +21,17 @@ from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
 from xrisk.runner.ranking import layers_weights, weights_layers
 
-from .models import merge_weights, mlp_apply, mlp_layers, mlp_params, neumf_apply, split_weights
+from .models import (
+    conv_encoder_apply,
+    merge_weights,
+    mlp_apply,
+    mlp_layers,
+    mlp_params,
+    neumf_apply,
+    split_weights,
+)
 
-__all__ = ["RankingSession", "Session"]
+__all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
 class Session:
@@ -191,3 +199,92 @@ class RankingSession:
 
     state = Session.state
     load_state = Session.load_state
+
+
+class ContrastiveSession:
+    """A contrastive run's conv encoder (pure functions of ``(params, batch-norm state)``),
+    loss and LARS; :class:`xrisk.runner.contrastive.ContrastiveTask` drives it. One
+    ``jax.jit`` step: both SimCLR views of the batch (:func:`xrisk.jax.views.apply_views`,
+    the view parameters come with the batch) through the encoder at once, the loss, LARS;
+    parameters, optimizer, loss and BatchNorm state donated."""
+
+    def __init__(self, images: np.ndarray, weights: dict[str, np.ndarray], *, dtype: str,
+                 seed: int, size: tuple[int, int]) -> None:
+        if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+            jax.config.update("jax_enable_x64", True)
+        self.dtype, self.size = dtype, tuple(size)
+        params, batch_norm = split_weights(weights)
+        self.carry: dict[str, Any] = {"params": {"model": params}, "bn": batch_norm}
+        self.images = jnp.asarray(images)  # (N, H, W, C)
+        self.encode = jax.jit(lambda p, s, x: conv_encoder_apply(p, s, x, train=False,
+                                                                 features=True)[0])
+
+    def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
+        from .views import apply_views
+
+        loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
+        optimizer = getattr(xr, phase.optimizer)(**phase.optimizer_options)
+        images, size, scale = self.images, self.size, phase.loss_scale
+        channels = int(images.shape[-1])
+
+        def view(x: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
+            # grayscale images pass the RGB pipeline as three equal channels
+            rgb = jnp.tile(x, (1, 1, 1, 3)) if channels == 1 else x
+            return apply_views(rgb, params, size=size)[..., :channels]
+
+        def objective(params: Any, state: Any, batch_norm: Any, index: jax.Array,
+                      first: Any, second: Any) -> Any:
+            x = images[index]
+            z, batch_norm = conv_encoder_apply(
+                params["model"], batch_norm,
+                jnp.concatenate([view(x, first), view(x, second)]), train=True)
+            z1, z2 = jnp.split(z, 2)
+            loss, state = loss_fn.apply(state, z1, z2, index, params=params["loss"])
+            return loss * scale, (loss, state, batch_norm)
+
+        @functools.partial(jax.jit, donate_argnums=(0, 1, 2, 3))
+        def train_step(params: Any, opt_state: Any, state: Any, batch_norm: Any,
+                       index: jax.Array, first: Any, second: Any) -> Any:
+            (_, (loss, state, batch_norm)), grads = jax.value_and_grad(
+                objective, has_aux=True)(params, state, batch_norm, index, first, second)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, state, batch_norm, loss
+
+        params = {"model": self.carry["params"]["model"], "loss": loss_fn.init_params()}
+        self.carry = {"params": params, "opt_state": optimizer.init(params),
+                      "state": loss_fn.init(), "bn": self.carry["bn"]}
+        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+
+    def epoch(self, batches: Iterable[dict[str, Any]]) -> Iterator[jax.Array]:
+        carry = self.carry
+        for batch in batches:
+            first, second = batch["views"]
+            (carry["params"], carry["opt_state"], carry["state"], carry["bn"],
+             loss) = self.train_step(carry["params"], carry["opt_state"], carry["state"],
+                                     carry["bn"], batch["index"].astype(np.int32), first,
+                                     second)
+            yield loss
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """The encoder's features (N, widths[-1]), BatchNorm's running statistics."""
+        model, batch_norm = self.carry["params"]["model"], self.carry["bn"]
+        return np.concatenate([np.asarray(self.encode(model, batch_norm, x[i:i + 1024]))
+                               for i in range(0, max(len(x), 1), 1024)])
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return merge_weights(self.carry["params"]["model"], self.carry["bn"])
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        params, batch_norm = split_weights(weights)
+        self.carry = {**self.carry, "params": {**self.carry["params"], "model": params},
+                      "bn": batch_norm}
+
+    def decay(self, factor: float) -> None:
+        self.carry["opt_state"] = self.optimizer.update_lr(self.carry["opt_state"], factor)
+
+    state = Session.state
+
+    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        batch_norm = self.carry["bn"]  # the model's: restored with its weights
+        Session.load_state(self, arrays, meta)  # type: ignore[arg-type]
+        self.carry["bn"] = batch_norm

@@ -28,7 +28,7 @@ from .models import (
     set_mlp_layers,
 )
 
-__all__ = ["RankingSession", "Session"]
+__all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
 class Session:
@@ -184,6 +184,75 @@ class RankingSession:
             load_weights(self.model, weights)
         else:
             set_mlp_layers(self.model, weights_layers(weights))
+
+    def decay(self, factor: float) -> None:
+        self.optimizer.update_lr(factor)
+
+    state = Session.state
+    load_state = Session.load_state
+
+
+class ContrastiveSession:
+    """A contrastive run's Keras conv encoder (with its projection head), loss and LARS;
+    :class:`xrisk.runner.contrastive.ContrastiveTask` drives it. The step is one
+    ``tf.function``: both SimCLR views of the batch (graph ops on the whole batch, the view
+    parameters come with it) through the encoder at once, ``loss_fn(z1, z2, index)``."""
+
+    def __init__(self, images: np.ndarray, weights: dict[str, np.ndarray], *, dtype: str,
+                 seed: int, size: tuple[int, int]) -> None:
+        import keras
+
+        self.dtype, self.size = dtype, tuple(size)
+        self.model = conv_encoder(weights)
+        self.encoder = keras.Model(self.model.input, self.model.get_layer("features").output)
+        self.images = tf.constant(images)  # (N, H, W, C)
+
+    def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
+        from xrisk.datasets.views import apply_simclr_views
+
+        from .views import namespace
+
+        loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
+        variables = list(self.model.trainable_variables)
+        optimizer = getattr(xr, phase.optimizer)(variables, **phase.optimizer_options)
+        model, images, size, scale = self.model, self.images, self.size, phase.loss_scale
+        channels = int(images.shape[-1])
+
+        def view(x: tf.Tensor, params: dict[str, tf.Tensor]) -> tf.Tensor:
+            # grayscale images pass the RGB pipeline as three equal channels
+            rgb = tf.tile(x, [1, 1, 1, 3]) if channels == 1 else x
+            return apply_simclr_views(namespace, rgb, params, size)[..., :channels]
+
+        @tf.function
+        def train_step(index: tf.Tensor, first: dict[str, tf.Tensor],
+                       second: dict[str, tf.Tensor]) -> tf.Tensor:
+            x = tf.gather(images, index)
+            with tf.GradientTape() as tape:
+                z1, z2 = tf.split(model(tf.concat([view(x, first), view(x, second)], 0),
+                                        training=True), 2)
+                loss = loss_fn(z1, z2, index)
+                objective = loss * scale
+            grads = tape.gradient(objective, variables)
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+            return loss
+
+        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+
+    def epoch(self, batches: Iterable[dict[str, Any]]) -> Iterator[tf.Tensor]:
+        for batch in batches:
+            first, second = ({k: tf.constant(v) for k, v in p.items()} for p in batch["views"])
+            yield self.train_step(tf.constant(batch["index"]), first, second)
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """The encoder's features (N, widths[-1]), BatchNorm's running statistics."""
+        return np.concatenate([np.array(self.encoder(x[i:i + 1024], training=False))
+                               for i in range(0, max(len(x), 1), 1024)])
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return model_weights(self.model)
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        load_weights(self.model, weights)
 
     def decay(self, factor: float) -> None:
         self.optimizer.update_lr(factor)

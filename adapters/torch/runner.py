@@ -29,7 +29,7 @@ from .models import (
     set_mlp_layers,
 )
 
-__all__ = ["RankingSession", "Session"]
+__all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
 def _to_numpy(value: Any) -> np.ndarray | None:
@@ -184,6 +184,77 @@ class RankingSession:
             load_weights(self.model, weights)
         else:
             set_mlp_layers(self.model, weights_layers(weights))
+
+    def decay(self, factor: float) -> None:
+        self.optimizer.update_lr(factor)
+
+    state = Session.state
+    load_state = Session.load_state
+
+
+class ContrastiveSession:
+    """A contrastive run's conv encoder (with its projection head), loss and LARS;
+    :class:`xrisk.runner.contrastive.ContrastiveTask` drives it. :meth:`epoch` is the SimCLR
+    loop a user would write: two views of each image (the view parameters come with the
+    batch), both views through the encoder in one batch, ``loss_fn(z1, z2, index)``."""
+
+    def __init__(self, images: np.ndarray, weights: dict[str, np.ndarray], *, dtype: str,
+                 seed: int, size: tuple[int, int]) -> None:
+        from xrisk.backends import get_backend
+
+        torch.manual_seed(seed)
+        self.dtype, self.size = dtype, tuple(size)
+        self.model = conv_encoder(weights)
+        self.images = torch.from_numpy(images)  # (N, H, W, C): the views' layout
+        self.namespace = get_backend("torch").namespace
+        self.loss_fn: Any = None
+        self.optimizer: Any = None
+        self.scale = 1.0
+
+    def _view(self, x: torch.Tensor, params: dict[str, np.ndarray]) -> torch.Tensor:
+        """One view of each image (N, H, W, C) as the encoder's (N, C, h, w); grayscale
+        images pass the RGB pipeline as three equal channels."""
+        from xrisk.datasets.views import apply_simclr_views
+
+        channels = x.shape[-1]
+        rgb = x.expand(*x.shape[:-1], 3) if channels == 1 else x
+        out = apply_simclr_views(self.namespace, rgb,
+                                 {k: torch.from_numpy(v) for k, v in params.items()},
+                                 self.size)
+        return out[..., :channels].permute(0, 3, 1, 2)
+
+    def start(self, phase: Phase, loss_options: dict[str, Any]) -> None:
+        self.loss_fn = getattr(xr, phase.loss)(**loss_options, dtype=self.dtype)
+        self.optimizer = getattr(xr, phase.optimizer)(self.model.parameters(),
+                                                      **phase.optimizer_options)
+        self.scale = phase.loss_scale
+
+    def epoch(self, batches: Iterable[dict[str, Any]]) -> Iterator[torch.Tensor]:
+        self.model.train()
+        for batch in batches:
+            index = torch.from_numpy(batch["index"])
+            x = self.images[index]
+            z1, z2 = self.model(torch.cat([self._view(x, p) for p in batch["views"]])).chunk(2)
+            loss = self.loss_fn(z1, z2, index)
+            self.optimizer.zero_grad()
+            (loss * self.scale).backward()
+            self.optimizer.step()
+            yield loss.detach()
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """The encoder's features (N, widths[-1]) of images (N, H, W, C), in evaluation
+        mode (BatchNorm's running statistics)."""
+        self.model.eval()
+        inputs = torch.from_numpy(x).permute(0, 3, 1, 2)
+        with torch.no_grad():
+            return torch.cat([self.model.features(inputs[i:i + 1024])
+                              for i in range(0, max(len(inputs), 1), 1024)]).numpy().copy()
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return model_weights(self.model)
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        load_weights(self.model, weights)
 
     def decay(self, factor: float) -> None:
         self.optimizer.update_lr(factor)

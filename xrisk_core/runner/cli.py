@@ -8,6 +8,7 @@
     xrisk tune RECIPE --trials 20 [--out DIR]
     xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking |
                                                           # gamma | sampling | batch_size
+                                                          # | contrastive
     xrisk report RUN_DIR
     xrisk methods          # the methods, their defaults and search ranges
     xrisk recipes          # the shipped recipes

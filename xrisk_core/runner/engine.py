@@ -56,7 +56,9 @@ class Phase:
     """What trains during part of a run: a loss and an optimizer, by class name.
 
     ``probability``: the loss takes sigmoid scores (the AUC family), not logits;
-    ``min_max``: the optimizer takes the loss (its auxiliaries a, b, alpha).
+    ``min_max``: the optimizer takes the loss (its auxiliaries a, b, alpha);
+    ``loss_scale``: the factor of the loss in the objective that is differentiated (the
+    reported loss stays unscaled): 2 tau for InfoNCE against SogCLR (docs/runner.md).
     """
 
     name: str
@@ -66,6 +68,7 @@ class Phase:
     optimizer_options: dict[str, Any]
     probability: bool
     min_max: bool
+    loss_scale: float = 1.0
 
 
 def _takes_probabilities(loss: str) -> bool:

@@ -47,8 +47,8 @@ class Method:
     """One row of the table: what ``method: <name>`` in a recipe means.
 
     ``sampler`` is ``"dual"`` (a fixed share of positives per batch), ``"random"`` or
-    ``"tri"`` (ranking: queries x (rated + unrated items)); ``task`` is ``"binary"`` or
-    ``"ranking"``;
+    ``"tri"`` (ranking: queries x (rated + unrated items)); ``task`` is ``"binary"``,
+    ``"ranking"``, ``"contrastive"`` or ``"multilabel"``;
     ``stages`` says whether the schedule's decay points call ``update_regularizer`` (the
     proximal stages of PESG and PDSCA) rather than ``update_lr``; ``overrides`` holds the
     hyper-parameters where the runner departs from the class default; ``search`` the
@@ -78,6 +78,12 @@ _RANKING_ADAM = {"mode": "adam", "learning_rate": 1e-2, "weight_decay": 1e-7}
 _RANKING_SEARCH = {"optimizer.learning_rate": _LR_ADAM}
 #: K of K-SONG (its top-K NDCG and top-K ideal DCG).
 KSONG_TOP_K = 10
+#: LARS as SimCLR and SogCLR train with it: learning rate 0.075 sqrt(batch size) (0.6 at the
+#: runner's batch of 64), weight decay 1e-6, momentum 0.9, trust coefficient 1e-3; vectors
+#: (biases, BatchNorm) excluded from the trust ratio (``exclude_1d``).
+CONTRASTIVE_LARS = {"learning_rate": 0.6, "weight_decay": 1e-6, "momentum": 0.9,
+                    "trust_coefficient": 1e-3}
+_CONTRASTIVE_SEARCH = {"optimizer.learning_rate": SearchRange(0.05, 2.0, log=True)}
 
 METHODS: dict[str, Method] = {
     "ce": Method("CrossEntropyLoss", "Adam", "auroc", sampler="random",
@@ -131,6 +137,37 @@ METHODS: dict[str, Method] = {
                           description="listwise cross-entropy (the ranking baseline)",
                           overrides={"loss": {"gamma": 0.1}, "optimizer": dict(_RANKING_ADAM)},
                           search={**_RANKING_SEARCH, "loss.gamma": _GAMMA}),
+    "sogclr": Method("GlobalContrastiveLoss", "LARS", "probe_accuracy", sampler="random",
+                     task="contrastive",
+                     description="SogCLR: global contrastive loss, moving-average "
+                                 "denominators (self-supervised)",
+                     overrides={"optimizer": dict(CONTRASTIVE_LARS)},
+                     search={**_CONTRASTIVE_SEARCH, "loss.gamma": _GAMMA}),
+    "infonce": Method("InfoNCELoss", "LARS", "probe_accuracy", sampler="random",
+                      task="contrastive",
+                      description="InfoNCE (SimCLR's NT-Xent), trained at 2 tau x its value "
+                                  "(the step-size rule)",
+                      overrides={"optimizer": dict(CONTRASTIVE_LARS)},
+                      search=dict(_CONTRASTIVE_SEARCH)),
+    "ml_soap": Method("meanAveragePrecisionLoss", "SOAP", "ap", sampler="random",
+                      task="multilabel",
+                      description="mAP: SOAP on every label (multi-label, missing masked)",
+                      search={"optimizer.learning_rate": _LR_ADAM, "loss.gamma": _GAMMA,
+                              "loss.margin": _MARGIN}),
+    "ml_pesg": Method("MultiLabelAUCMLoss", "PESG", "auroc", sampler="random",
+                      task="multilabel", stages=True,
+                      description="AUC-M on every label with PESG (multi-label)",
+                      search={"optimizer.learning_rate": _LR_SGD,
+                              "optimizer.epoch_decay": SearchRange(1e-4, 1e-2, log=True),
+                              "loss.margin": SearchRange(0.6, 1.0)}),
+    "ml_sopas": Method("MultiLabelpAUCLoss", "SOPAs", "pauc", sampler="random",
+                       task="multilabel",
+                       description="one-way partial AUC (KL-DRO) on every label",
+                       search={"optimizer.learning_rate": _LR_ADAM}),
+    "ml_bce": Method("CrossEntropyLoss", "Adam", "auroc", sampler="random", task="multilabel",
+                     description="binary cross-entropy per label, missing labels masked "
+                                 "(the multi-label baseline)",
+                     search={"optimizer.learning_rate": _LR_ADAM}),
     "bce": Method("CrossEntropyLoss", "Adam", "ndcg@10", sampler="tri", task="ranking",
                   description="pointwise cross-entropy: rated items against sampled unrated",
                   overrides={"optimizer": {"learning_rate": 1e-2, "weight_decay": 1e-7}},

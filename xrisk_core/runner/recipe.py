@@ -45,6 +45,22 @@ BINARY_LOSSES = tuple(name for name in (
 RANKING_LOSSES = ("NDCGLoss", "ListwiseCELoss", "CrossEntropyLoss")
 #: Metrics of ranking runs: ``<name>@<K>`` per query, averaged over queries.
 RANKING_METRICS = ("ndcg", "map", "precision", "recall")
+#: The losses of ``task: contrastive`` (two views of each image, one encoder).
+CONTRASTIVE_LOSSES = ("GlobalContrastiveLoss", "InfoNCELoss")
+#: Metrics of contrastive runs: the held-out accuracy of a linear probe (logistic regression on
+#: the frozen, standardized encoder features) and of a cosine k-nearest-neighbour vote.
+CONTRASTIVE_METRICS = ("probe_accuracy", "knn_accuracy")
+#: The data of contrastive runs: shipped digit images (their ten classes judge the probe).
+CONTRASTIVE_DATA = ("digits", "mnist_5k")
+#: The losses of ``task: multilabel`` (every Tox21 assay at once; CrossEntropyLoss: the
+#: per-label binary cross-entropy, missing labels masked).
+MULTILABEL_LOSSES = ("meanAveragePrecisionLoss", "MultiLabelAUCMLoss", "MultiLabelpAUCLoss",
+                     "CrossEntropyLoss")
+#: The data of multi-label runs.
+MULTILABEL_DATA = ("tox21",)
+#: Tasks, and the losses each trains.
+TASK_LOSSES = {"binary": BINARY_LOSSES, "ranking": RANKING_LOSSES,
+               "contrastive": CONTRASTIVE_LOSSES, "multilabel": MULTILABEL_LOSSES}
 
 
 class RecipeError(ValueError):
@@ -179,10 +195,16 @@ class ModelSection(_Section):
 
 
 class LossSection(_Section):
-    """An xrisk loss by class name and its hyper-parameters (sizes come from the data)."""
+    """An xrisk loss by class name and its hyper-parameters (sizes come from the data).
+
+    ``scale``: the factor of the loss in the objective that is differentiated (the logged
+    loss stays unscaled); unset, 2 tau for InfoNCE in contrastive runs (the step-size rule
+    against SogCLR under LARS, docs/runner.md), 1 otherwise.
+    """
 
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
+    scale: float | None = Field(None, gt=0)
 
 
 class OptimizerSection(_Section):
@@ -262,14 +284,17 @@ def _check_metric(name: str) -> None:
     head, at, k = name.partition("@")
     if at and head in RANKING_METRICS and k.isdigit() and int(k) >= 1:
         return
+    if name in CONTRASTIVE_METRICS:
+        return
     allowed = tuple(m for m in METRIC_NAMES if "@" not in m)  # classification metrics
     if at:
         raise ValueError(f"{name!r} is not a metric; expected a ranking metric <name>@<K> "
                          f"with <name> one of {list(RANKING_METRICS)} and K >= 1, e.g. "
                          "ndcg@10, or one of " + str(list(allowed)))
     if name not in allowed:
-        raise ValueError(f"{name!r} is not a metric; expected one of {list(allowed)}"
-                         + _did_you_mean(name, allowed))
+        raise ValueError(f"{name!r} is not a metric; expected one of {list(allowed)} (or, "
+                         f"for contrastive runs, {list(CONTRASTIVE_METRICS)})"
+                         + _did_you_mean(name, [*allowed, *CONTRASTIVE_METRICS]))
 
 
 class Recipe(_Section):
@@ -277,7 +302,7 @@ class Recipe(_Section):
 
     name: str = "run"
     method: str | None = None
-    task: Literal["binary", "ranking"] | None = None
+    task: Literal["binary", "ranking", "contrastive", "multilabel"] | None = None
     framework: Literal["torch", "tensorflow", "jax"] = "torch"
     dtype: Literal["float32", "float64"] = "float32"
     seeds: tuple[int, ...] = (0,)
@@ -293,6 +318,9 @@ class Recipe(_Section):
         default_factory=lambda: ScheduleSection.model_validate({}))
     evaluation: EvaluationSection = Field(
         default_factory=lambda: EvaluationSection.model_validate({}))
+    #: Contrastive runs: SimCLR's view pipeline (:class:`xrisk.datasets.views.SimCLRAugment`
+    #: fields; its CIFAR defaults where unset).
+    views: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -312,28 +340,74 @@ class Recipe(_Section):
 
     @model_validator(mode="after")
     def _task(self) -> Recipe:
-        task = "ranking" if self.data.name in RANKING_DATA else "binary"
+        data_task = "ranking" if self.data.name in RANKING_DATA else "binary"
         if self.task is None:
-            object.__setattr__(self, "task", task)
-        elif self.task != task:
+            object.__setattr__(self, "task", data_task)
+        allowed = {"ranking": RANKING_DATA, "contrastive": CONTRASTIVE_DATA,
+                   "multilabel": MULTILABEL_DATA}.get(self.task)
+        if (allowed is None and data_task == "ranking") or (
+                allowed is not None and self.data.name not in allowed):
             raise ValueError(f"task: received {self.task!r} with data.name "
-                             f"{self.data.name!r}; expected {task!r} (ranking data: "
-                             f"{list(RANKING_DATA)}). Fix: remove task, or name other data.")
-        ranking = self.task == "ranking"
+                             f"{self.data.name!r}; expected data of "
+                             f"{list(allowed) if allowed else 'binary classification'} "
+                             f"for it (ranking data: {list(RANKING_DATA)}). Fix: name such "
+                             "data, or another task or method.")
+        kind = self.task
         for name in (*self.evaluation.metrics, *([self.evaluation.target]
                                                  if self.evaluation.target else [])):
-            if ("@" in name) != ranking:
+            found = ("ranking" if "@" in name else "contrastive"
+                     if name in CONTRASTIVE_METRICS else "classification")
+            wanted = {"ranking": "ranking", "contrastive": "contrastive"}.get(
+                kind, "classification")
+            if found != wanted:
+                examples = {"ranking": "ndcg@10", "contrastive": "probe_accuracy",
+                            "classification": "auroc"}
                 raise ValueError(
                     f"evaluation.metrics: received {name!r} for a {self.task} task; expected "
-                    + ("ranking metrics such as ndcg@10" if ranking else
-                       "classification metrics such as auroc") + ". Fix: correct "
+                    f"{wanted} metrics such as {examples[wanted]}. Fix: correct "
                     "evaluation.metrics / evaluation.target.")
         self._model_fits()
-        if (self.sampler.name == "tri") != ranking:
+        samplers = {"ranking": ("tri",), "contrastive": ("random",)}.get(kind,
+                                                                         ("dual", "random"))
+        if self.sampler.name not in samplers:
             raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
-                             "task; expected " + ("'tri'" if ranking else "'dual' or 'random'")
-                             + ". Fix: set sampler.name accordingly.")
+                             f"task; expected one of {list(samplers)}. Fix: set sampler.name "
+                             "accordingly.")
+        if kind == "contrastive":
+            self._contrastive_fits()
+        elif self.views:
+            raise ValueError(f"views: received {self.views!r} for a {kind} task; views apply "
+                             "to contrastive runs only. Fix: remove views.")
         return self
+
+    def _contrastive_fits(self) -> None:
+        """A contrastive run: the conv encoder, no supervised warm-up, valid views, a loss
+        whose moving-average weight is constant (the losses take the epoch at
+        construction)."""
+        if self.model.name != "conv_encoder":
+            raise ValueError(f"model.name: received {self.model.name!r} for a contrastive "
+                             "task; expected 'conv_encoder' (encoder + projection head). "
+                             "Fix: set model.name: conv_encoder.")
+        if self.schedule.warmup_epochs:
+            raise ValueError(f"schedule.warmup_epochs: received "
+                             f"{self.schedule.warmup_epochs} for a contrastive task; expected 0 "
+                             "(there are no labels to warm up on). Fix: remove it.")
+        schedule = self.loss.options.get("gamma_schedule", "constant")
+        if schedule != "constant":
+            raise ValueError(f"loss.options.gamma_schedule: received {schedule!r}; the runner "
+                             "trains contrastive losses with gamma_schedule 'constant' in this "
+                             "version. Fix: remove it (set loss.gamma instead).")
+        from xrisk.datasets.views import SimCLRAugment
+
+        try:
+            SimCLRAugment(**self.views)
+        except TypeError as error:
+            raise ValueError(f"views: {error}; expected fields of "
+                             "xrisk.datasets.views.SimCLRAugment. Fix: use size, scale, ratio, "
+                             "flip, jitter, brightness, contrast, saturation, hue or "
+                             "grayscale.") from None
+        except ValueError as error:
+            raise ValueError(f"views: {error}") from None
 
     def _model_fits(self) -> None:
         """Refuse a model the data or framework cannot feed (raises ValueError)."""
@@ -349,7 +423,7 @@ class Recipe(_Section):
                 f"model.name: received {name!r} with data.name {data!r} (feature vectors, "
                 f"not images); expected image data ({list(IMAGE_KINDS)}) for a conv model. "
                 "Fix: use model.name mlp for this data, or name image data.")
-        if self.framework == "jax":
+        if self.framework == "jax" and self.task != "contrastive":
             raise ValueError(
                 f"model.name: received {name!r} with framework 'jax'; the runner trains "
                 "conv models in torch and tensorflow in this version. Fix: set framework: "
@@ -388,8 +462,7 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
         return
     row = METHODS[method]
     data = raw.get("data")
-    task = "ranking" if isinstance(data, Mapping) and data.get("name") in RANKING_DATA \
-        else "binary"
+    task = raw_task(raw)
     if row.task != task:
         same = sorted(name for name, other in METHODS.items() if other.task == task)
         problems.append(f"method: received {method!r}, a {row.task} method, with {task} data "
@@ -404,7 +477,7 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
         name = given.get("name", cls_name)
         options = dict(values[part]) if name == cls_name else {}
         options.update(given.get("options") or {})
-        raw[part] = {"name": name, "options": options}
+        raw[part] = {**given, "name": name, "options": options}
     sampler = dict(raw.get("sampler") or {})
     sampler.setdefault("name", row.sampler)
     raw["sampler"] = sampler
@@ -413,23 +486,52 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
     raw["evaluation"] = evaluation
 
 
+def raw_task(raw: Mapping[str, Any]) -> str:
+    """The task of a raw recipe: ``task`` when given; else its method's task when that is
+    contrastive or multi-label; else its data's (``ranking`` for ranking data, or
+    ``binary``)."""
+    task = raw.get("task")
+    if isinstance(task, str):
+        return task
+    row = METHODS.get(raw.get("method")) if isinstance(raw.get("method"), str) else None
+    if row is not None and row.task in ("contrastive", "multilabel"):
+        return row.task
+    data = raw.get("data")
+    return "ranking" if isinstance(data, Mapping) and data.get("name") in RANKING_DATA \
+        else "binary"
+
+
+#: What each task's recipe gets where it sets nothing (sections merged under the recipe's).
+_TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "ranking": {"sampler": {"name": "tri"}, "evaluation": {"metrics": ["ndcg@5", "ndcg@10"]}},
+    "contrastive": {"sampler": {"name": "random"},
+                    "evaluation": {"metrics": list(CONTRASTIVE_METRICS)},
+                    "model": {"name": "conv_encoder", "hidden": [128, 64]},
+                    "schedule": {"decay_at": []}},
+    "multilabel": {"sampler": {"name": "random"}},
+}
+
+
+_TASK_WORDS = {"binary": "binary-classification", "ranking": "learning-to-rank",
+               "contrastive": "contrastive", "multilabel": "multi-label"}
+
+
 def _check_class_options(sections: Mapping[str, Any], problems: list[str], *,
-                         ranking: bool = False) -> None:
+                         task: str = "binary") -> None:
     """Loss and optimizer: known names, known options, values the class accepts (the
-    losses of the task: binary classification or ``ranking``)."""
+    losses of the ``task``: :data:`TASK_LOSSES`)."""
     built: dict[str, Any] = {}
     for part, registry in (("loss", xrisk.LOSSES), ("optimizer", xrisk.OPTIMIZERS)):
         section = sections.get(part)
         if section is None:
             continue
-        losses = RANKING_LOSSES if ranking else BINARY_LOSSES
+        losses = TASK_LOSSES.get(task, BINARY_LOSSES)
         allowed = losses if part == "loss" else tuple(registry)
         if section.name not in allowed:
-            task = "learning-to-rank" if ranking else "binary-classification"
             problems.append(
                 f"{part}.name: received {section.name!r}; expected one of {list(allowed)}"
-                f"{_did_you_mean(section.name, allowed)}. Fix: name a {task} {part} (the "
-                "runner trains binary classifiers and rankers in this version).")
+                f"{_did_you_mean(section.name, allowed)}. Fix: name a "
+                f"{_TASK_WORDS.get(task, task)} {part} (or set task).")
             continue
         cls = registry[section.name]
         parameters = inspect.signature(cls).parameters
@@ -446,7 +548,7 @@ def _check_class_options(sections: Mapping[str, Any], problems: list[str], *,
                    or parameters[k].default is None}
         # sizes the data gives at run time; placeholders to check the other options
         for name, size in (("num_samples", 8), ("num_interactions", 8), ("num_queries", 2),
-                           ("num_items", 4)):
+                           ("num_items", 4), ("num_labels", 2)):
             if part == "loss" and name in parameters:
                 options[name] = size
         if part == "optimizer" and "loss_fn" in parameters:
@@ -516,11 +618,13 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
                           "mapping of sections (data:, method:, ...). Fix: see docs/runner.md.")
     data = copy.deepcopy(dict(raw))
     problems: list[str] = []
-    ranking = isinstance(data.get("data"), Mapping) and data["data"].get("name") in RANKING_DATA
-    if ranking:  # a ranking run's defaults: TriSampler batches, NDCG@K
-        data["sampler"] = {"name": "tri", **(data.get("sampler") or {})}
-        data["evaluation"] = {"metrics": ["ndcg@5", "ndcg@10"],
-                              **(data.get("evaluation") or {})}
+    task = raw_task(data)
+    if task in ("contrastive", "multilabel"):  # the method's task (not the data's)
+        data.setdefault("task", task)
+    for part, values in _TASK_DEFAULTS.get(task, {}).items():  # e.g. ranking: TriSampler, NDCG
+        given = data.get(part)
+        data[part] = {**values, **given} if isinstance(given, Mapping) else (
+            values if given is None else given)
     _fill_method(data, problems)
     if problems:
         raise RecipeError(_format(problems))
@@ -529,10 +633,10 @@ def parse_recipe(raw: Mapping[str, Any]) -> Recipe:
     except pydantic.ValidationError as error:
         problems = _pydantic_problems(error)
         _check_class_options(_valid_sections(data), problems,  # report those too
-                             ranking=ranking)
+                             task=task)
         raise RecipeError(_format(problems)) from None
     _check_class_options({"loss": recipe.loss, "optimizer": recipe.optimizer}, problems,
-                         ranking=recipe.task == "ranking")
+                         task=str(recipe.task))
     if recipe.sampler.batch_size > 0 and recipe.schedule.warmup_epochs >= recipe.epochs:
         problems.append(
             f"schedule.warmup_epochs: received {recipe.schedule.warmup_epochs} with epochs "

@@ -100,14 +100,18 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     plt.close(fig)
     made.append(("Learning curves", "figures/learning_curves.png"))
 
+    scored = {label: seeds for label, seeds in runs.items()  # contrastive runs: features
+              if "test_logits" in seeds[0]["predictions"]}
     for name, title, curve, axes in (
             ("roc", "ROC (test, selected model, first seed)", roc_curve, ("FPR", "TPR")),
             ("pr", "Precision-recall (test, selected model, first seed)",
              precision_recall_curve, ("recall", "precision"))):
+        if not scored:
+            continue
         fig, ax = plt.subplots(figsize=(5, 4))
-        for label, seeds in runs.items():
+        for label, seeds in scored.items():
             p = seeds[0]["predictions"]
-            if p["y_test"].min() == p["y_test"].max():
+            if p["y_test"].ndim != 1 or p["y_test"].min() == p["y_test"].max():
                 continue
             first, second, _ = curve(p["y_test"], p["test_logits"])
             x, y = (first, second) if name == "roc" else (second, first)

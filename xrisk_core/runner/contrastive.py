@@ -1,0 +1,245 @@
+"""Contrastive learning in the runner: SogCLR and InfoNCE on the conv encoder, judged by probes.
+
+A contrastive recipe (``method: sogclr`` or ``infonce``; ``task: contrastive`` follows) trains
+the conv encoder with its projection head (:func:`xrisk.runner.models.conv_encoder_weights`,
+``model.widths`` and head ``model.hidden``) on two SimCLR views of every training image
+(:mod:`xrisk.datasets.views`, settings in the recipe's ``views``), with LARS, the labels
+unused. Each epoch the frozen encoder features (before the head) are judged on held-out
+images by
+
+- ``probe_accuracy``: a linear probe, scikit-learn's logistic regression on the standardized
+  features of the training images, its accuracy on the validation (test) images;
+- ``knn_accuracy``: a vote of the :data:`KNN_NEIGHBOURS` training images of highest cosine
+  similarity.
+
+Data: the shipped digit images (``digits``, 8 x 8, or ``mnist_5k``, 28 x 28; ten classes),
+split stratified into train / validation / test from the seed. Grayscale images go through
+the RGB view pipeline as three equal channels and come back as one (every step keeps a gray
+image gray).
+
+The step-size rule: under LARS, with the same learning rate, InfoNCE's gradient is about
+1/(2 tau) times SogCLR's, and the parameters outside the trust ratio (biases, BatchNorm) take
+that much larger steps; the runner therefore differentiates ``2 tau x InfoNCE`` (the reported
+loss stays unscaled; ``loss.scale`` overrides it). docs/runner.md shows the measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .engine import Phase, _phase, import_framework, loss_arguments
+from .models import conv_encoder_weights
+from .recipe import Recipe, RecipeError
+
+__all__ = ["KNN_NEIGHBOURS", "ContrastiveTask", "ImageSplits", "knn_accuracy", "load_images",
+           "loss_scale", "probe_accuracy"]
+
+#: Neighbours of the kNN vote (cosine similarity of the features).
+KNN_NEIGHBOURS = 20
+
+
+@dataclass(frozen=True)
+class ImageSplits:
+    """Images (N, H, W, C) with values in [0, 1], in the recipe's dtype, and class labels
+    (N,) int64."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def load_images(section: Any, *, seed: int, dtype: str) -> ImageSplits:
+    """The images and digit classes of ``section`` (``digits`` or ``mnist_5k``), ``limit``
+    applied (a seeded subset), split stratified (test, then validation from the rest).
+
+    Examples
+    --------
+    >>> from xrisk.runner.recipe import parse_recipe
+    >>> from xrisk.runner.contrastive import load_images
+    >>> recipe = parse_recipe({"data": {"name": "digits", "limit": 300}, "method": "sogclr"})
+    >>> splits = load_images(recipe.data, seed=0, dtype="float32")
+    >>> splits.x_train.shape[1:], len(set(splits.y_train.tolist()))
+    ((8, 8, 1), 10)
+    """
+    from .data import _limited, _split
+
+    if section.name == "digits":
+        import sklearn.datasets
+
+        bunch = sklearn.datasets.load_digits()
+        x = np.asarray(bunch.data, dtype=np.float64).reshape(-1, 8, 8) / 16.0
+        y = np.asarray(bunch.target, dtype=np.int64)
+    elif section.name == "mnist_5k":
+        from xrisk.datasets import load_mnist_5k
+
+        x, y = load_mnist_5k(seed=0)
+    else:
+        raise ValueError(f"data.name: received {section.name!r} for a contrastive run; "
+                         "expected 'digits' or 'mnist_5k'. Fix: name one of those.")
+    rows = _limited(section, y.size, seed)
+    if rows is not None:
+        x, y = x[rows], y[rows]
+    parts = _split(section, x[..., None], y, seed)
+    cast = np.dtype(dtype)
+    return ImageSplits(*(np.ascontiguousarray(a, dtype=cast if a.ndim > 1 else np.int64)
+                         for part in parts for a in part))
+
+
+def probe_accuracy(train: np.ndarray, y_train: np.ndarray, *held: np.ndarray
+                   ) -> list[float]:
+    """Accuracies of a logistic regression fitted once on the standardized ``train``
+    features (scikit-learn's L-BFGS, deterministic), on each held-out pair
+    ``features, labels`` of ``held``.
+
+    >>> import numpy as np
+    >>> x = np.array([[0.0], [0.1], [1.0], [1.1]])
+    >>> probe_accuracy(x, np.array([0, 0, 1, 1]), x[:2], np.array([0, 1]))
+    [0.5]
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(train)
+    probe = LogisticRegression(max_iter=1000).fit(scaler.transform(train), y_train)
+    return [float(probe.score(scaler.transform(x), y)) if len(y) else float("nan")
+            for x, y in zip(held[::2], held[1::2], strict=True)]
+
+
+def knn_accuracy(train: np.ndarray, y_train: np.ndarray, *held: np.ndarray,
+                 k: int = KNN_NEIGHBOURS) -> list[float]:
+    """Accuracies of a majority vote of the ``k`` training features of highest cosine
+    similarity (ties: the lowest class), on each held-out pair ``features, labels``.
+
+    >>> import numpy as np
+    >>> x = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    >>> knn_accuracy(x, np.array([0, 0, 1, 1]), x, np.array([0, 0, 1, 1]), k=1)
+    [1.0]
+    """
+    def unit(a: np.ndarray) -> np.ndarray:
+        a = a.astype(np.float64)
+        return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+
+    k = min(k, len(y_train))
+    out = []
+    for x, y in zip(held[::2], held[1::2], strict=True):
+        if not len(y):
+            out.append(float("nan"))
+            continue
+        nearest = np.argsort(-(unit(x) @ unit(train).T), axis=1, kind="stable")[:, :k]
+        votes = np.zeros((len(x), int(y_train.max()) + 1))
+        np.add.at(votes, (np.arange(len(x))[:, None], y_train[nearest]), 1.0)
+        out.append(float(np.mean(votes.argmax(axis=1) == y)))
+    return out
+
+
+def loss_scale(recipe: Recipe) -> float:
+    """The factor of the differentiated loss: ``loss.scale`` when set; else 2 tau for
+    InfoNCE (the step-size rule against SogCLR under LARS), 1 for the others.
+
+    >>> from xrisk.runner.recipe import parse_recipe
+    >>> loss_scale(parse_recipe({"data": {"name": "digits"}, "method": "infonce"}))
+    0.2
+    """
+    if recipe.loss.scale is not None:
+        return float(recipe.loss.scale)
+    if recipe.loss.name == "InfoNCELoss":
+        return 2.0 * float(recipe.loss.options.get("tau", 0.1))
+    return 1.0
+
+
+def contrastive_session_class(framework: str) -> type:
+    """``xrisk.<framework>.runner.ContrastiveSession``, imported now."""
+    import importlib
+
+    import_framework(framework)
+    module = importlib.import_module(f"xrisk.{framework}.runner")
+    if not hasattr(module, "ContrastiveSession"):
+        raise RecipeError(f"framework: received {framework!r} for a contrastive recipe; "
+                          f"xrisk.{framework}.runner has no ContrastiveSession. Fix: set "
+                          "framework to torch, tensorflow or jax.")
+    return module.ContrastiveSession
+
+
+class ContrastiveTask:
+    """Contrastive learning in :func:`xrisk.runner.engine.run_seed`'s loop: random batches of
+    training indices with the view parameters of both views, probes on held-out images."""
+
+    reinit_stream = 3  # unused: a contrastive run has no warm-up
+
+    def __init__(self, recipe: Recipe, seed: int) -> None:
+        from xrisk.datasets.views import SimCLRAugment
+        from xrisk.samplers import RandomSampler
+
+        self.recipe, self.seed = recipe, seed
+        self.splits = splits = load_images(recipe.data, seed=seed, dtype=recipe.dtype)
+        self.augment = SimCLRAugment(**recipe.views)
+        height, width = splits.x_train.shape[1:3]
+        self.shape = (height, width)
+        weights = conv_encoder_weights(in_channels=splits.x_train.shape[-1],
+                                       widths=recipe.model.widths,
+                                       projection=recipe.model.hidden, seed=seed,
+                                       dtype=recipe.dtype)
+        self.session = contrastive_session_class(recipe.framework)(
+            splits.x_train, weights, dtype=recipe.dtype, seed=seed,
+            size=self.augment.size or self.shape)
+        main = _phase("main", recipe.loss.name, dict(recipe.loss.options),
+                      recipe.optimizer.name, dict(recipe.optimizer.options))
+        self.warmup: Phase | None = None
+        self.main = Phase(**{**main.__dict__, "loss_scale": loss_scale(recipe)})
+        self.sampler = RandomSampler(splits.y_train.size, recipe.sampler.batch_size,
+                                     seed=seed)
+        self.names = list(dict.fromkeys([*recipe.evaluation.metrics, recipe.metric]))
+        self._test: dict[str, float] | None = None
+
+    def start(self, phase: Phase) -> None:
+        self.session.start(phase, loss_arguments(phase, self.splits.y_train.size))
+
+    def decay(self, factor: float) -> None:
+        self.session.decay(factor)
+
+    def batches(self, phase: Phase, epoch: int) -> Iterator[dict[str, Any]]:
+        from xrisk.datasets.views import simclr_view_params
+
+        cast = np.dtype(self.recipe.dtype)
+        for index in self.sampler:
+            views = [{k: v.astype(cast) for k, v in simclr_view_params(
+                index, *self.shape, seed=self.seed, epoch=epoch, view=view,
+                augment=self.augment).items()} for view in (0, 1)]
+            yield {"index": index, "views": views}
+
+    def evaluate(self, split: str) -> dict[str, float]:
+        if split == "test" and self._test is not None:  # computed with the validation
+            test, self._test = self._test, None
+            return test
+        validation, test, _ = self._both()
+        if split == "val":
+            self._test = test
+            return validation
+        return test
+
+    def _both(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+        """Validation and test metrics (one probe fitted for both) and the features."""
+        s = self.splits
+        features = {name: self.session.features(getattr(s, f"x_{name}"))
+                    for name in ("train", "val", "test")}
+        functions = {"probe_accuracy": probe_accuracy, "knn_accuracy": knn_accuracy}
+        validation, test = {}, {}
+        for name in self.names:
+            on_val, on_test = functions[name](features["train"], s.y_train, features["val"],
+                                              s.y_val, features["test"], s.y_test)
+            if s.y_val.size:
+                validation[name] = on_val
+            test[name] = on_test
+        return validation, test, features
+
+    def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
+        validation, test, features = self._both()
+        return test, validation, {"test_features": features["test"],
+                                  "test_labels": self.splits.y_test}
