@@ -7,12 +7,14 @@ import copy
 import inspect
 import io
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import xrisk
 import xrisk.torch as xr
@@ -254,7 +256,8 @@ _LOSSES = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss", "MIDAM": "AUCMLo
 @given(data=st.data())
 def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     """The eager step (the in-place kernels on tiles of the flat parameter vector, tiles that
-    split a parameter or gather several; LARS's per tensor) == the core rule's update_param
+    split a parameter or gather several; LARS's on the group, by foreach operators or tensor
+    by tensor through its scratch) == the core rule's update_param
     per tensor with host counters, bit for bit: parameters and every slot, over several
     steps, for every rule, in float64 and float32."""
     name = data.draw(st.sampled_from(sorted(xrisk.OPTIMIZERS)))
@@ -270,6 +273,8 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     shapes = data.draw(st.lists(st.lists(st.integers(1, 4), max_size=3).map(tuple),
                                 min_size=1, max_size=4), label="shapes")
     tile = data.draw(st.integers(1, 40), label="tile")
+    # LARS: 0 takes its larger groups' path (each tensor's step through the scratch)
+    small_plan = data.draw(st.sampled_from([0, xr_optim.SMALL_PLAN]), label="small_plan")
     steps = data.draw(st.integers(1, 4), label="steps")
     generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16), label="seed"))
     params = [torch.randn(s, generator=generator, dtype=dtype).requires_grad_() for s in shapes]
@@ -284,12 +289,13 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     for step, step_grads in enumerate(grads):
         for param, grad in zip(params, step_grads):
             param.grad = grad.clone()
-        kept = xr_optim._tile_length
+        kept = xr_optim._tile_length, xr_optim.SMALL_PLAN
         xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
+        xr_optim.SMALL_PLAN = small_plan
         try:
             opt.step()  # the first step builds the plans
         finally:
-            xr_optim._tile_length = kept
+            xr_optim._tile_length, xr_optim.SMALL_PLAN = kept
         rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
         for i, grad in enumerate(step_grads):
             values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
@@ -301,3 +307,85 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
             if want is not None:
                 got = opt.state[param][field]
                 assert int(got) == want if field in counters else torch.equal(got, want), field
+
+
+# ------------------------------------------------------------------ the eager step's operators
+
+class _OpNames(TorchDispatchMode):
+    """Records the name of every dispatched operator."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+_VIEWS = {"view", "_unsafe_view", "alias", "detach", "slice", "select", "split",
+          "split_with_sizes", "unbind", "_record_function_enter_new", "_record_function_exit"}
+
+
+def _step_ops(opt, params):
+    """Operator counts (views left out) of a steady-state eager step of ``opt``."""
+    for _ in range(3):  # the first step builds the plans, the second leaves the first-step path
+        for param in params:
+            param.grad = torch.full_like(param, 0.1)
+        with _OpNames() as mode:
+            opt.step()
+    return Counter(name for name in mode.names if name not in _VIEWS)
+
+
+def _layers(count, width=3, dtype=torch.float32):
+    torch.manual_seed(0)
+    modules = [torch.nn.Linear(width, width) for _ in range(count)] + [torch.nn.Linear(width, 1)]
+    return list(torch.nn.Sequential(*modules).to(dtype).parameters())
+
+
+def test_a_group_up_to_small_plan_elements_is_one_tile_on_one_thread(monkeypatch):
+    """On one thread a group of at most SMALL_PLAN elements (all in a core's cache) is one
+    tile, fewer operators than tiles of TILE elements; a larger one is cut into tiles of TILE
+    elements."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    for width, tiles in ((300, 1), (600, -(-(600 * 601 + 601) // xr_optim.TILE))):
+        params = _layers(1, width)
+        assert xr_optim.TILE < sum(p.numel() for p in params) or width == 600
+        opt = xr.SOAP(params)
+        _step_ops(opt, params)
+        assert [len(plan.tiles) for plan in opt._plans[0][2]] == [tiles], width
+
+
+@pytest.mark.parametrize("mode", ["sgd", "adam"])
+def test_a_tile_takes_one_operator_per_term_of_the_update(mode):
+    """Each ``x + c·y`` of the rule is one pass over the tile (``addcmul_`` with a 0-d one:
+    bit for bit the product and the sum, as the property test above checks): SOAP's SGD
+    (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides gathering the
+    members (values and gradients) and scattering them back."""
+    params = _layers(2)
+    opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
+    ops = _step_ops(opt, params)
+    moving = {"_foreach_copy_": 3, "fill_": 1, "add_": 1}  # gather x2, scatter; counter; step
+    if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
+        kernel = {"clamp": 1, "addcmul_": 3, "mul_": 1}
+    else:  # clamp; d + wd·θ; β1·m + (1 - β1)·d; β2·v + (1 - β2)·d·d; √v/√c2 + ε; θ - step/den
+        kernel = {"clamp": 1, "addcmul_": 2, "mul_": 3, "mul": 2, "add_": 2, "sqrt": 1,
+                  "div_": 1, "addcdiv_": 1}
+    expected = Counter(moving) + Counter(kernel)
+    assert ops == expected, (ops, expected)
+
+
+def test_lars_steps_a_group_with_foreach_operators():
+    """LARS: per scaled tensor only its two squared norms (a product into the scratch and a
+    sum each, and d = g + wd·θ for the second); the trust ratios of all tensors at once and
+    the update as foreach operators, so the other operators do not grow with the number of
+    tensors."""
+    counts = []
+    for layers in (1, 6):
+        params = _layers(layers)
+        opt = xr.LARS(params, learning_rate=0.1, weight_decay=0.01)
+        ops = _step_ops(opt, params)
+        scaled = layers + 1  # the weight matrices; the biases are excluded
+        assert ops["sum"] == 2 * scaled and ops["mul"] >= 3 * scaled, ops
+        counts.append(ops - Counter(sum=2 * scaled, mul=3 * scaled, add_=scaled))
+    assert counts[0] == counts[1], counts

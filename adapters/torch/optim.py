@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, cast
 
 import torch
 
@@ -212,6 +212,9 @@ class XRiskOptimizer(torch.optim.Optimizer):
         """The core rule on each parameter with a gradient (new slot tensors are rebound), or
         its in-place kernel in eager mode (LARS)."""
         eager = not torch.compiler.is_compiling()
+        if eager:  # LARS: the whole group's norms and steps at once
+            params = _lars_group_step_(rule, [p for p in params if p.grad is not None],
+                                       self.state, rates)
         for param in params:
             if param.grad is None:
                 continue
@@ -347,17 +350,23 @@ _unflatten = torch._utils._unflatten_dense_tensors
 #: step reads and writes each of them from memory about once, while the fixed cost of the
 #: kernel's ~15 ops per tile stays small against the arithmetic.
 TILE = 1 << 16
+#: A plan of at most this many elements is one tile on one thread: its vectors fit in a
+#: core's cache anyway, and a second tile would only add its ~20 operators (at 0.1 M
+#: parameters, one tile of Adam took 0.85x the time of tiles of :data:`TILE`).
+SMALL_PLAN = 4 * TILE
 
 
 def _tile_length(total: int) -> int:
-    """Elements per tile of a plan of ``total`` elements: :data:`TILE` on one thread. With
-    several, each op of a tile is a parallel region, whose start and join cost little on an
-    idle machine but a scheduler slice each when the cores are shared: a tile gives each
-    thread four times :data:`TILE` and a plan has at most 8 tiles (so a step has about as
-    many parallel regions as torch.optim's foreach step, and the scratch is at most a
-    quarter of the parameters)."""
+    """Elements per tile of a plan of ``total`` elements: :data:`TILE` on one thread (the
+    whole plan up to :data:`SMALL_PLAN`). With several, each op of a tile is a parallel
+    region, whose start and join cost little on an idle machine but a scheduler slice each
+    when the cores are shared: a tile gives each thread four times :data:`TILE` and a plan
+    has at most 8 tiles (so a step has about as many parallel regions as torch.optim's
+    foreach step, and the scratch is at most a quarter of the parameters)."""
     threads = torch.get_num_threads()
-    return TILE if threads <= 1 else max(4 * TILE * threads, -(-total // 8))
+    if threads <= 1:
+        return TILE if total > SMALL_PLAN else max(total, 1)
+    return max(4 * TILE * threads, -(-total // 8))
 
 
 class _FlatPlan:
@@ -369,14 +378,15 @@ class _FlatPlan:
     int32 vector per counter, mirrored as Python ints (:attr:`UpdateRule.host_counters`).
 
     A step cuts the members' flat index range into tiles of at most :data:`TILE` elements
-    (a slice of a large parameter, or several small ones gathered into scratch) and runs the
-    rule's in-place kernel on each tile (the core rule itself where there is none, e.g. for
-    bfloat16 parameters computed in float32): the same element-wise arithmetic as on the
-    whole vector, bit for bit, writing the parameters and the slot buffers in place, with no
-    temporary larger than a tile. Anything that rebinds a state entry
-    (``load_state_dict``, ``update_regularizer``, a compiled or per-tensor step) breaks the
-    identity :func:`_plans_match` checks, and the plans are rebuilt from the state at the
-    next eager step; the parameters themselves are read anew at every step.
+    (a slice of a large parameter, or several small ones gathered into scratch by one
+    ``_foreach_copy_`` and scattered back by another) and runs the rule's in-place kernel on
+    each tile (the core rule itself where there is none, e.g. for bfloat16 parameters
+    computed in float32): the same element-wise arithmetic as on the whole vector, bit for
+    bit, writing the parameters and the slot buffers in place, with no temporary larger than
+    a tile. Anything that rebinds a state entry (``load_state_dict``, ``update_regularizer``,
+    a compiled or per-tensor step) breaks the identity :func:`_plans_match` checks, and the
+    plans are rebuilt from the state at the next eager step; the parameters themselves are
+    read anew at every step.
     """
 
     def __init__(self, params: list[torch.Tensor], rule: UpdateRule,
@@ -400,6 +410,10 @@ class _FlatPlan:
                 state[param][name] = views[name] = piece
         sizes = [p.numel() for p in params]
         self.tiles = _tiles(sizes, _tile_length(sum(sizes)))
+        # Members read through a flat view at each step: those a tile slices (or holds
+        # alone); members gathered whole are copied as they are, no view needed.
+        self.sliced = sorted({i for _, _, pieces in self.tiles for i, a, b in pieces
+                              if len(pieces) == 1 or not (a == 0 and b == sizes[i])})
         # Allocated at the first step: two tile vectors for the kernels, and two for the
         # values and gradients of the largest tile that gathers several parameters; with
         # them, each tile's views of the buffers (see :meth:`_prepare`).
@@ -418,38 +432,56 @@ class _FlatPlan:
                                     dtype=self.dtype, device=self.device)
         slots = {name: flat for name, flat in self.flats.items() if name not in self.counters}
         sizes = [p.numel() for p in self.params]
+        one = torch.ones((), dtype=self.dtype, device=self.device)  # see the kernels
         self.prepared = []
         for start, stop, pieces in self.tiles:
             scratch = self.scratch[:, :stop - start]
-            gathered = self.gathered[:, :stop - start] if len(pieces) > 1 else None
+            cuts = [(i, a, b, a == 0 and b == sizes[i]) for i, a, b in pieces]
+            parts: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
+            gathered = None
+            if len(pieces) > 1:  # the members' places in the gathered vectors, shaped alike
+                gathered = self.gathered[:, :stop - start]
+                offset = 0
+                for i, a, b, whole in cuts:
+                    for row, part in zip(gathered, parts):
+                        piece = row[offset:offset + b - a]
+                        part.append(piece.view(self.params[i].shape) if whole else piece)
+                    offset += b - a
             self.prepared.append(_PreparedTile(
-                pieces, (scratch[0], scratch[1]),
+                pieces, (scratch[0], scratch[1], one),
                 None if gathered is None else (gathered[0], gathered[1]),
-                {name: flat[start:stop] for name, flat in slots.items()},
-                [b - a for _, a, b in pieces],
-                [(i, a, b, a == 0 and b == sizes[i]) for i, a, b in pieces]))
+                {name: flat[start:stop] for name, flat in slots.items()}, parts, cuts))
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
         params = self.params
-        # Flat views of the live parameters and gradients (a copy where one is not
-        # contiguous, e.g. channels_last; its parameter is written back at the end).
-        values = [_flat_view(p) for p in params]  # no_grad: written in place like .data
-        grads = [_flat_view(p.grad) for p in params if p.grad is not None]  # all have one
+        grads = cast(list[torch.Tensor], [p.grad for p in params])  # all set: caller checked
+        # Flat views of the sliced members' live values and gradients (a copy where one is
+        # not contiguous, e.g. channels_last; its parameter is written back at the end).
+        values = {i: _flat_view(params[i]) for i in self.sliced}  # no_grad: written like .data
+        flat_grads = {i: _flat_view(grads[i]) for i in self.sliced}
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
         if self.scratch is None:
             self._prepare()
-        same_dtype = all(g.dtype == self.dtype for g in grads)
+        same_dtype = True
+        for grad in grads:
+            if grad.dtype != self.dtype:
+                same_dtype = False
         counters = self.counters
-        for pieces, scratch, gathered, tile, lengths, cuts in self.prepared:
+        for pieces, scratch, gathered, tile, parts, cuts in self.prepared:
             if gathered is None:
                 index, first, last = pieces[0]
-                value, grad = values[index][first:last], grads[index][first:last]
-            else:  # a whole member is read as it is: no slice operator
-                members = [values[i] if whole else values[i][a:b] for i, a, b, whole in cuts]
-                value = torch.cat(members, out=gathered[0])
-                grad = torch.cat([grads[i] if whole else grads[i][a:b]
-                                  for i, a, b, whole in cuts],
-                                 out=gathered[1] if same_dtype else None)
+                value, grad = values[index][first:last], flat_grads[index][first:last]
+                members = None
+            else:  # whole members are copied as they are: no view or slice operator
+                members = [params[i] if whole else values[i][a:b] for i, a, b, whole in cuts]
+                torch._foreach_copy_(parts[0], members)
+                value = gathered[0]
+                if same_dtype:
+                    torch._foreach_copy_(parts[1], [grads[i] if whole else flat_grads[i][a:b]
+                                                    for i, a, b, whole in cuts])
+                    grad = gathered[1]
+                else:  # the core rule casts it
+                    grad = torch.cat([_flat_view(grads[i])[a:b] for i, a, b, _ in cuts])
             if kernel is not None:
                 new_value = value
                 counters = kernel(rule, grad, value, tile, self.counters, rates, auxiliary,
@@ -463,11 +495,14 @@ class _FlatPlan:
                     new = getattr(new_slots, name)
                     if new is not piece:
                         piece.copy_(new)
-            if gathered is not None:
-                torch._foreach_copy_(members, new_value.split(lengths))
+            if members is not None:
+                if new_value is not value:
+                    value.copy_(new_value)
+                torch._foreach_copy_(members, parts[0])
             elif new_value is not value:
                 value.copy_(new_value)
-        for param, value in zip(params, values):
+        for i, value in values.items():
+            param = params[i]
             if not param.is_contiguous():
                 param.copy_(value.view(param.shape))
         for name, count in counters.items():
@@ -478,28 +513,37 @@ class _FlatPlan:
 
 class _PreparedTile(NamedTuple):
     """One tile of a :class:`_FlatPlan` with its fixed views: the member ``pieces``
-    (``(member, first, last)``), the kernel's two ``scratch`` vectors, the two ``gathered``
+    (``(member, first, last)``), the kernel's :data:`Scratch`, the two ``gathered``
     vectors of a tile of several pieces (None for one piece), the slot buffers' ``slots``,
-    the pieces' ``lengths``, and ``cuts``: each piece with whether it is its whole member."""
+    ``parts``: the places of the pieces in the two gathered vectors (a whole member's shaped
+    as the member; empty lists for one piece), and ``cuts``: each piece with whether it is
+    its whole member."""
 
     pieces: list[tuple[int, int, int]]
     scratch: Scratch
     gathered: tuple[torch.Tensor, torch.Tensor] | None
     slots: dict[str, torch.Tensor]
-    lengths: list[int]
+    parts: tuple[list[torch.Tensor], list[torch.Tensor]]
     cuts: list[tuple[int, int, int, bool]]
 
 
 # --------------------------------------------------------------------------- in-place kernels
 # The core rules' update_param, op for op, in place on one tile: every element goes through
-# the same torch operations with the same operands in the same order (a product or sum with
-# its operands swapped is the same operation), so the results are the core rule's bit for bit
+# the same roundings of the same operands in the same order (a product or sum with its
+# operands swapped is the same operation), so the results are the core rule's bit for bit
 # (tests/test_optim_torch.py checks it over drawn rules, shapes and dtypes), without the
 # rule's temporaries: ``scratch`` holds two vectors of the tile's length.
+#
+# ``x + c·y`` (a product, rounded, then a sum, rounded: the core's arithmetic) runs as one
+# pass, ``x.addcmul_(y, one, value=c)`` with ``one`` a 0-d 1: torch computes
+# ``x + (c·y)·one``, whose product by 1 is exact, so even where the multiply-add is fused
+# (FMA) the result is round(x + round(c·y)), the two operations' (unlike ``add_(y,
+# alpha=c)`` or ``addcmul_(y, c_tensor)``, fused into one rounding). ``x - q/r`` runs as
+# ``x.addcdiv_(q, r, value=-1)`` for the same reason (a product by -1 is exact).
 
 Slots = dict[str, torch.Tensor]
-#: The kernels' two scratch vectors of the tile's length.
-Scratch = tuple[torch.Tensor, torch.Tensor]
+#: The kernels' two scratch vectors of the tile's length, and a 0-d 1 of their dtype.
+Scratch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
@@ -507,18 +551,17 @@ def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
                 weight_decay: float) -> torch.Tensor:
     """The core's ``d = clip(g) + epoch_decay·(θ - θ_ref) + weight_decay·θ`` in
     ``scratch[0]``, or ``grad`` itself when nothing is clipped or added (a clip at infinity
-    is the identity, and the terms of a sum may swap places): read it, never write it."""
-    out, spare = scratch
+    is the identity): read it, never write it."""
+    out, spare, one = scratch
     clip = rule.clip_value
-    clipped = None if clip == math.inf else torch.clamp(grad, -clip, clip, out=out)
-    d = grad if clipped is None else clipped
+    d = grad if clip == math.inf else torch.clamp(grad, -clip, clip, out=out)
     if rule.epoch_decay > 0 and reference is not None:  # the slot exists with epoch decay
-        pull = torch.sub(p, reference, out=out if clipped is None else spare)
-        pull.mul_(rule.epoch_decay)
-        d = pull.add_(grad) if clipped is None else d.add_(pull)
+        pull = torch.sub(p, reference, out=spare)
+        d = (torch.addcmul(grad, pull, one, value=rule.epoch_decay, out=out) if d is grad
+             else d.addcmul_(pull, one, value=rule.epoch_decay))
     if weight_decay > 0:
-        d = (torch.mul(p, weight_decay, out=out).add_(grad) if d is grad
-             else d.add_(torch.mul(p, weight_decay, out=spare)))
+        d = (torch.addcmul(grad, p, one, value=weight_decay, out=out) if d is grad
+             else d.addcmul_(p, one, value=weight_decay))
     return d
 
 
@@ -526,7 +569,7 @@ def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                    counters: dict[str, int], rates: Any, auxiliary: bool,
                    scratch: Scratch) -> dict[str, int]:
     """:meth:`xrisk.optim.ClippedRule.update_param` in place (host counters)."""
-    free, t = scratch
+    free, t, one = scratch
     lr = rates.lr
     if rule.decoupled_weight_decay and rule.weight_decay > 0:
         p.mul_(1 - lr * rule.weight_decay)
@@ -536,28 +579,29 @@ def _clipped_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
     if rule.mode == "adam":
         beta1, beta2 = rule.betas
         moment, second = slots["momentum"], slots["second_moment"]
-        moment.mul_(beta1).add_(torch.mul(d, 1 - beta1, out=t))
+        moment.mul_(beta1).addcmul_(d, one, value=1 - beta1)
         second.mul_(beta2).add_(torch.mul(d, 1 - beta2, out=t).mul_(d))
         if rule.amsgrad:
             second = torch.maximum(slots["max_second_moment"], second,
                                    out=slots["max_second_moment"])
         bias1, root2 = 1 - beta1 ** (count + 1), math.sqrt(1 - beta2 ** (count + 1))
         denominator = torch.sqrt(second, out=free).div_(root2).add_(rule.eps)
-        p.sub_(torch.mul(moment, lr / bias1, out=t).div_(denominator))
+        p.addcdiv_(torch.mul(moment, lr / bias1, out=t), denominator, value=-1)
     elif rule.momentum > 0:
         buffer = slots["momentum"]
         if count == 0:
             buffer.copy_(d)
         elif rule.sgd_rule == "ema":
-            buffer.mul_(1 - rule.momentum).add_(torch.mul(d, rule.momentum, out=t))
+            buffer.mul_(1 - rule.momentum).addcmul_(d, one, value=rule.momentum)
         else:
-            buffer.mul_(rule.momentum).add_(torch.mul(d, 1 - rule.dampening, out=t))
+            buffer.mul_(rule.momentum).addcmul_(d, one, value=1 - rule.dampening)
         if rule.nesterov:
-            p.sub_(torch.mul(buffer, rule.momentum, out=t).add_(d).mul_(lr))
+            p.addcmul_(torch.addcmul(d, buffer, one, value=rule.momentum, out=t), one,
+                       value=-lr)
         else:
-            p.sub_(torch.mul(buffer, lr, out=t))
+            p.addcmul_(buffer, one, value=-lr)
     else:
-        p.sub_(torch.mul(d, lr, out=t))
+        p.addcmul_(d, one, value=-lr)
     new = {"count": count + 1}
     if rule.epoch_decay > 0:
         slots["iterate_sum"].add_(p)
@@ -569,19 +613,19 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
                  counters: dict[str, int], rates: Any, auxiliary: bool,
                  scratch: Scratch) -> dict[str, int]:
     """:meth:`xrisk.optim.PDSCA.update_param` in place (host counters, a Python phase)."""
-    t = scratch[1]
+    one = scratch[2]
     d = _direction_(rule, grad, p, slots.get("reference"), scratch,
                     weight_decay=rule.weight_decay)
     ce, new = rates.ce_phase, dict(counters)
     moved = not ce or not auxiliary
     if ce and not auxiliary:  # a plain step, then the weight average
-        p.sub_(torch.mul(d, rates.ce_lr, out=t))
+        p.addcmul_(d, one, value=-rates.ce_lr)
         if rule.beta1 > 0:
             average = slots["weight_average"]
             if counters["ce_count"] == 0:
                 average.copy_(p)
             else:
-                average.mul_(1 - rule.beta1).add_(torch.mul(p, rule.beta1, out=t))
+                average.mul_(1 - rule.beta1).addcmul_(p, one, value=rule.beta1)
                 p.copy_(average)
         new["ce_count"] += 1
     elif not ce:  # LibAUC's EMA momentum
@@ -589,8 +633,8 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
         if counters["auc_count"] == 0:
             buffer.copy_(d)
         else:
-            buffer.mul_(1 - rule.beta2).add_(torch.mul(d, rule.beta2, out=t))
-        p.sub_(torch.mul(buffer, rates.lr, out=t))
+            buffer.mul_(1 - rule.beta2).addcmul_(d, one, value=rule.beta2)
+        p.addcmul_(buffer, one, value=-rates.lr)
         new["auc_count"] += 1
     if rule.epoch_decay > 0 and moved:
         slots["iterate_sum"].add_(p)
@@ -620,6 +664,119 @@ def _lars_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
     if rule.momentum > 0:
         step = slots["momentum"].mul_(rule.momentum).add_(step)
     p.sub_(step)
+
+
+def _lars_group_step_(rule: Any, params: list[torch.Tensor],
+                      state: dict[torch.Tensor, Slots], rates: Any) -> list[torch.Tensor]:
+    """:meth:`xrisk.optim.LARS.update_param` in place on every contiguous parameter of
+    ``params`` it applies to (see :func:`_lars_kernel_applies`); returns the others.
+
+    The squared norms are summed per tensor through a scratch buffer of the largest tensor
+    (the core's ``sum(θ·θ)``, bit for bit) and the trust ratios of all tensors computed at
+    once (the core's 0-d operations on a vector: element-wise the same). The steps of a
+    small group run as foreach operators on new ``d·q`` tensors (a dozen operators for the
+    group); a larger group's scaled tensors take theirs one by one through the scratch, so
+    that no temporary is larger than the largest tensor (the per-tensor rule makes some 25
+    operators and 8 temporaries per tensor).
+    """
+    if type(rule).update_param is not xrisk.optim.LARS.update_param or not params:
+        return params
+    lr = rates.lr
+    done, others = [], []
+    for param in params:
+        if param.is_contiguous() and _lars_kernel_applies(rule, param, rates):
+            done.append(param)
+        else:
+            others.append(param)
+    if not done:
+        return others
+    scaled = [p for p in done if not (rule.exclude_1d and p.ndim <= 1)]
+    plain = [p for p in done if rule.exclude_1d and p.ndim <= 1]
+    # The step lr·(d·q) joins the update as addcmul_(d·q, 1, value=lr): round(x + round(lr·d·q)),
+    # the core's two operations (see the note above the in-place kernels).
+    one_of: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+    for param in done:
+        kind = (param.dtype, param.device)
+        if kind not in one_of:
+            one_of[kind] = torch.ones((), dtype=param.dtype, device=param.device)
+    stepped: list[torch.Tensor] = []  # updated by foreach operators with these directions
+    directions: list[torch.Tensor] = []
+    for kind, one in one_of.items():
+        members = [p for p in scaled if (p.dtype, p.device) == kind]
+        if not members:
+            continue
+        largest = max(p.numel() for p in members)
+        scratch = torch.empty((2 if rule.weight_decay > 0 else 1, largest), dtype=kind[0],
+                              device=kind[1])
+        factors = _lars_factors(rule, members, scratch)
+        if sum(p.numel() for p in members) <= SMALL_PLAN:  # d·q as new tensors: few operators
+            directions += _lars_directions(rule, members, factors)
+            stepped += members
+            continue
+        for param, factor in zip(members, factors):  # d·q in the scratch: no new tensor
+            room = scratch[-1, :param.numel()].view(param.shape)
+            if rule.weight_decay > 0:
+                scaled_d = torch.mul(param, rule.weight_decay, out=room).add_(_grad(param))
+                scaled_d.mul_(factor)
+            else:
+                scaled_d = torch.mul(_grad(param), factor, out=room)
+            if rule.momentum > 0:
+                buffer = state[param]["momentum"]
+                buffer.mul_(rule.momentum).addcmul_(scaled_d, one, value=lr)
+                param.sub_(buffer)
+            else:
+                param.addcmul_(scaled_d, one, value=-lr)
+    directions += [_grad(p) for p in plain]
+    stepped += plain
+    if stepped:
+        ones = [one_of[(p.dtype, p.device)] for p in stepped]
+        if rule.momentum > 0:  # buf ← μ·buf + lr·d, θ ← θ - buf
+            buffers = [state[p]["momentum"] for p in stepped]
+            torch._foreach_mul_(buffers, rule.momentum)
+            torch._foreach_addcmul_(buffers, directions, ones, value=lr)
+            torch._foreach_sub_(stepped, buffers)
+        else:  # θ ← θ - lr·d
+            torch._foreach_addcmul_(stepped, directions, ones, value=-lr)
+    return others
+
+
+def _lars_factors(rule: Any, params: list[torch.Tensor], scratch: torch.Tensor
+                  ) -> tuple[torch.Tensor, ...]:
+    """The trust ratio q of each of ``params`` (contiguous, of one dtype and device) as 0-d
+    tensors: the core's ``sum(θ·θ)`` and ``sum(d·d)`` per tensor through ``scratch`` (rows of
+    the largest tensor's length: the square, and d where there is weight decay), then its 0-d
+    operations on the vector of norms (element-wise the same)."""
+    sums: list[torch.Tensor] = []
+    for param in params:
+        size = param.numel()
+        square = scratch[0, :size].view(param.shape)
+        d = (torch.mul(param, rule.weight_decay, out=scratch[1, :size].view(param.shape))
+             .add_(_grad(param)) if rule.weight_decay > 0 else _grad(param))
+        sums.append(torch.sum(torch.mul(param, param, out=square)))
+        sums.append(torch.sum(torch.mul(d, d, out=square)))
+    norms = torch.stack(sums).sqrt_().view(-1, 2)
+    p_norm, d_norm = norms[:, 0], norms[:, 1]
+    scaled = (p_norm > 0) & (d_norm > 0)
+    ratio = rule.trust_coefficient * p_norm / torch.where(scaled, d_norm,
+                                                         torch.ones_like(d_norm))
+    return torch.where(scaled, ratio, torch.ones_like(ratio)).unbind()
+
+
+def _lars_directions(rule: Any, params: list[torch.Tensor],
+                     factors: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+    """``d·q`` of each of ``params`` as new tensors (foreach operators)."""
+    grads = [_grad(p) for p in params]
+    if rule.weight_decay > 0:  # d anew (the same operations), then scaled in place
+        directions = torch._foreach_mul(params, rule.weight_decay)
+        torch._foreach_add_(directions, grads)
+        torch._foreach_mul_(directions, factors)
+        return list(directions)
+    return list(torch._foreach_mul(grads, factors))
+
+
+def _grad(param: torch.Tensor) -> torch.Tensor:
+    """The gradient of a parameter known to have one."""
+    return cast(torch.Tensor, param.grad)
 
 
 def _lars_kernel_applies(rule: UpdateRule, param: torch.Tensor, rates: Any) -> bool:
