@@ -19,6 +19,8 @@ from tests._cases import CASES, binary_batch, multilabel_batch
 from tests._distributed import index_keys, loss_names, make_plan, score_names
 from tests._ranking_cases import ranking_batch
 from xrisk import distributed
+from xrisk._apply import row_keys
+from xrisk.losses import Sharding
 
 
 def _scores(features, w, link):
@@ -118,7 +120,7 @@ def test_plans_are_sampler_shards_with_repeated_keys(name):
                     part["index"], part["task"])
                 for mine, theirs in zip(got, batch, strict=True):
                     np.testing.assert_array_equal(mine, theirs)
-    spaces = plan.definition.row_keys()
+    spaces = row_keys(plan.definition)
     if not spaces:
         return
     keys = [[index_keys(plan, t, r) for r in range(world)] for t in range(steps)]
@@ -213,21 +215,25 @@ def test_derived_tables_shard_by_their_inner_key(world):
     np.testing.assert_array_equal(back["w"], export["w"])
 
 
-def test_resized_follows_the_derived_keys():
-    """The compact step's loss: the multi-label loss with the compact sample count; a loss
-    without derived keys is itself; a derived key without an override is refused."""
+def test_resized_follows_the_sharding_declaration():
+    """The compact step's loss: the multi-label loss with the compact sample count (the
+    argument its Sharding declaration names), built once per size; a loss without derived
+    keys is itself; a derived key whose size no constructor argument sets is refused when
+    the class is defined."""
     loss_fn = xrisk.meanAveragePrecisionLoss(2, num_samples=9, gamma=0.5)
-    small = loss_fn.resized({"sample": 3})
+    small = distributed.resized(loss_fn, {"sample": 3})
     assert small.config() == {**loss_fn.config(), "num_samples": 3}
     assert small.state_shapes() == {"u": (6, 2)}
+    assert distributed.resized(loss_fn, {"sample": 3}) is small
     plain = xrisk.APLoss(9)
-    assert plain.resized({"sample": 3}) is plain
+    assert distributed.resized(plain, {"sample": 3}) is plain
+    assert not hasattr(plain, "resized") and not hasattr(plain, "derived_keys")
 
-    class Unsized(xrisk.meanAveragePrecisionLoss):
-        resized = xrisk.LossDefinition.resized
-
-    with pytest.raises(NotImplementedError, match=r"label_sample.*Fix"):
-        Unsized(2, num_samples=9).resized({"sample": 3})
+    for sizes in ({}, {"sample": "num_rows"}):
+        with pytest.raises(TypeError, match=r"Unsized.*label_sample.*'sample'.*Fix"):
+            class Unsized(xrisk.meanAveragePrecisionLoss):
+                sharding = Sharding(derived={"label_sample": ("label", "sample")},
+                                    sizes=sizes)
 
 
 @pytest.mark.parametrize("name", loss_names())
@@ -235,7 +241,7 @@ def test_every_table_addressed_by_an_index_is_sharded(name):
     """Tables keyed by the space of a required index input, or derived from one, are sharded;
     the rest (global entries, per-label rows) are replicated."""
     definition = make_plan(name).definition
-    derived = definition.derived_keys()
+    derived = definition.sharding.derived
     indexed = {s.keys for s in definition.inputs() if s.kind == "index" and not s.optional}
     for field, table in definition.state_tables().items():
         space = derived[table.keys][1] if table.keys in derived else table.keys

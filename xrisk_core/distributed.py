@@ -21,13 +21,15 @@ Tables without a key space (global entries) are small and replicated: every rank
 same update.
 
 **Derived keys.** A table keyed by the product of two spaces
-(:meth:`~xrisk.LossDefinition.derived_keys`, e.g. the multi-label ``(label, sample)`` tables,
+(declared in the loss's :class:`~xrisk.losses.Sharding`, ``loss_fn.sharding.derived``, e.g.
+the multi-label ``(label, sample)`` tables,
 row ``t * num_samples + i``) is owned by its *inner* key: rank ``r`` stores, for each inner
 key ``i`` with ``i % world == r``, one row holding the rows of every outer key
 (:func:`stored_row`, shape ``(size of outer, *row)``; :func:`key_rows` converts a full
-table to that layout). The compact step runs on the loss
-:meth:`~xrisk.LossDefinition.resized` to the batch's number of inner keys, whose derived
-table is then the compact rows in its own layout, so no loss math is repeated here.
+table to that layout). The compact step runs on the loss rebuilt with its inner space
+sized to the batch's number of inner keys (the constructor argument
+``loss_fn.sharding.sizes`` names, :func:`resized`), whose derived table is then the compact
+rows in its own layout, so no loss math is repeated here.
 
 Checkpoints are saved per shard (:func:`split_export`) and reassembled into the usual export
 of a single process (:func:`assemble_shards`), so a run resumes on any number of ranks.
@@ -57,11 +59,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from ._adapter_support import METADATA_KEY
+from ._apply import apply, check_batch, owning_space, row_keys
 from ._arguments import check_count
 from ._grouping import group_keys
 from ._inputs import to_numpy
@@ -89,6 +92,7 @@ __all__ = [
     "compact_keys",
     "compact_batch",
     "apply_compact",
+    "resized",
     "exchanged_bytes",
     "SHARD_RANK",
     "SHARD_WORLD",
@@ -173,18 +177,17 @@ def gather_plan(loss: Any) -> GatherPlan:
 
 def _owning_space(definition: LossDefinition, keys: str | None) -> str | None:
     """The space whose keys own the rows of a table keyed by ``keys``: the inner space of a
-    derived key (:meth:`LossDefinition.derived_keys`), else ``keys`` itself."""
-    derived = definition.derived_keys()
-    return derived[keys][1] if keys in derived else keys
+    derived key (``definition.sharding.derived``), else ``keys`` itself."""
+    return owning_space(definition.sharding.derived, keys)
 
 
 def keyed_tables(loss: Any) -> dict[str, tuple[str, ...]]:
     """Key space -> names of the state tables that can be sharded by rows: the tables of
-    the spaces in :meth:`LossDefinition.row_keys` (a step addresses them by index inputs),
+    the spaces of :func:`xrisk._apply.row_keys` (a step addresses them by index inputs),
     a table of a derived space under its inner space. Every other table (global entries,
     small tables of spaces that no index input addresses) is replicated."""
     definition = _definition(loss)
-    spaces = definition.row_keys()
+    spaces = row_keys(definition)
     out: dict[str, tuple[str, ...]] = {}
     for name, table in definition.state_tables().items():
         space = _owning_space(definition, table.keys)
@@ -220,8 +223,10 @@ def row_space(loss: Any, name: str) -> str:
 def _outer(definition: LossDefinition, name: str) -> int | None:
     """Size of the outer space of a derived table ``name`` (``None``: not derived)."""
     keys = definition.state_tables()[name].keys
-    derived = definition.derived_keys()
-    return definition.table_sizes()[derived[keys][0]] if keys in derived else None
+    derived = definition.sharding.derived
+    if keys is None or keys not in derived:
+        return None
+    return definition.table_sizes()[derived[keys][0]]
 
 
 def stored_row(loss: Any, name: str) -> tuple[int, ...]:
@@ -439,7 +444,7 @@ def compact_batch(loss: Any, inputs: Mapping[str, Array]) -> CompactBatch:
     out = dict(inputs)
     slots = {}
     declared = {s.name: s for s in definition.inputs()}
-    for space, names in definition.row_keys().items():
+    for space, names in row_keys(definition).items():
         specs = [declared[name] for name in names]
         missing = [spec.name for spec in specs if inputs.get(spec.name) is None]
         if missing:
@@ -456,7 +461,7 @@ def compact_batch(loss: Any, inputs: Mapping[str, Array]) -> CompactBatch:
             # the batch, raising on the host or writing nothing under jit) and fetch no row.
             inside = xp.all((keys >= 0) & (keys < size))
             if backend.inspectable(keys) and not bool(inside):
-                definition.check_batch(**present)  # raises, naming the user's own values
+                check_batch(definition, **present)  # raises, naming the user's own values
             position = xp.where(inside, position, xp.full_like(position, size))
             slot = xp.where(inside, slot, xp.full_like(slot, -1))
         slots[space] = slot
@@ -505,13 +510,14 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
     Raises
     ------
     ValueError
-        A loss with derived tables (:meth:`LossDefinition.derived_keys`) on a batch whose
+        A loss with derived tables (``definition.sharding.derived``) on a batch whose
         size is known only at run time: the resized loss needs it.
     """
     definition = _definition(loss)
     plan = compact_batch(definition, inputs)
     tables = definition.state_tables()
-    derived = definition.derived_keys()
+    derived = {space: keys for space, keys in definition.sharding.derived.items()
+               if space in definition.key_spaces()}
     sizes = {}
     for space in {inner for _, inner in derived.values()} & set(plan.slots):
         count = plan.slots[space].shape[0]
@@ -523,7 +529,7 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
                 "a static size (a fully defined tf.function input_signature, or "
                 "tf.ensure_shape on the inputs).")
         sizes[space] = max(int(count), 1)
-    compact = _resized(definition, tuple(sorted(sizes.items()))) if sizes else definition
+    compact = resized(definition, sizes) if sizes else definition
     values = {}
     for name, table in tables.items():
         if not sharded(definition, name):
@@ -534,7 +540,7 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
         values[name] = rows if outer is None else _outer_major(rows, outer, table.row)
     state = compact.state_type(**values)
     options = {} if params is None else {"params": params}
-    value, new_state = compact.apply(state, **plan.inputs, **options)
+    value, new_state = apply(compact, state, **plan.inputs, **options)
     stored = {}
     for name, table in tables.items():
         outer = _outer(definition, name) if sharded(definition, name) else None
@@ -543,11 +549,41 @@ def apply_compact(loss: Any, inputs: Mapping[str, Array],
     return value, new_state._replace(**stored) if stored else new_state, plan
 
 
+def resized(loss: Any, sizes: Mapping[str, int]) -> LossDefinition:
+    """The loss a compact step runs: ``loss`` rebuilt with the inner key spaces ``sizes``
+    (name -> size) of its derived tables at their compact size.
+
+    A derived table's row ``outer * size(inner) + inner`` depends on the size of its inner
+    space, so the step on the compact rows of ``m`` inner keys must run on the loss whose
+    inner space has ``m`` keys: its declaration (``loss.sharding.sizes``) names the
+    constructor argument that sets it. A loss without derived tables (or sizes of spaces
+    that size none) is returned as it is: its math does not depend on the sizes, index
+    bounds that a smaller space still satisfies aside.
+
+    Examples
+    --------
+    >>> import xrisk
+    >>> small = resized(xrisk.meanAveragePrecisionLoss(2, num_samples=9), {"sample": 3})
+    >>> small.num_samples, small.state_shapes()
+    (3, {'u': (6, 2)})
+    """
+    definition = _definition(loss)
+    declared = definition.sharding
+    spaces = definition.key_spaces()
+    inner = {keys[1] for space, keys in declared.derived.items() if space in spaces}
+    changes = {declared.sizes[space]: int(size) for space, size in sizes.items()
+               if space in inner}
+    if not changes:
+        return definition
+    return _resized(definition, tuple(sorted(changes.items())))
+
+
 @functools.lru_cache(maxsize=64)
-def _resized(definition: LossDefinition, sizes: tuple[tuple[str, int], ...]) -> LossDefinition:
+def _resized(definition: LossDefinition, changes: tuple[tuple[str, int], ...],
+             ) -> LossDefinition:
     # A compiled step builds it once; an eager step would rebuild it (and its declarations)
     # at every call.
-    return definition.resized(dict(sizes))
+    return cast(LossDefinition, definition.replace(**dict(changes)))
 
 
 def _outer_major(rows: Array, outer: int, row: tuple[int, ...]) -> Array:

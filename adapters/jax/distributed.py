@@ -63,7 +63,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from xrisk import distributed as _core
-from xrisk.adapter_api import exported_state, initial_values
+from xrisk.adapter_api import bind_inputs, exported_state, initial_values
 
 __all__ = ["gather_batch", "shard_batch", "replicate", "batch_sharding", "shard_state",
            "state_sharding", "sharded_init", "export_state", "export_shards", "check_call",
@@ -122,7 +122,7 @@ def check_call(loss: Any, inputs: tuple, named: Mapping[str, Any]) -> None:
     if loss.__dict__.get("_xrisk_warned"):
         return
     definition = _core._definition(loss)
-    bound = definition.bind(inputs, named)
+    bound = bind_inputs(definition, inputs, named)
     plan = _core.gather_plan(definition)
     axes = frozenset().union(*(_varying_axes(bound[name]) for name in plan.gathered
                                if bound.get(name) is not None))
@@ -191,7 +191,7 @@ def gather_batch(loss: Any, *inputs: Any, axis_name: str = "data", **named: Any
     """
     definition = _core._definition(loss)
     plan = _core.gather_plan(definition)
-    bound = definition.bind(inputs, named)
+    bound = bind_inputs(definition, inputs, named)
     return {name: (jax.lax.all_gather(value, axis_name, axis=0, tiled=True, to="invarying")
                    if value is not None and name in plan.gathered else value)
             for name, value in bound.items()}

@@ -32,12 +32,16 @@ from jax.experimental import checkify
 import xrisk
 from xrisk import LossDefinition
 from xrisk.adapter_api import (
+    apply_loss,
+    bind_inputs,
+    check_batch,
     checked_state_arrays,
     compose_doc,
     definition_attribute,
     dtype_name,
     exported_state,
     guard_init,
+    prepare_definition,
     refuse_assignment,
 )
 from xrisk.backends.jax import functional_checks
@@ -77,6 +81,7 @@ class XRiskLoss:
 
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:
+        prepare_definition(definition)  # declarations cached once, not while jit traces
         self.definition = definition
         if dtype is None:  # the framework's default float: float64 only under jax_enable_x64
             dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
@@ -113,7 +118,7 @@ class XRiskLoss:
         """
         inputs, named = self._from_numpy(inputs, named)
         check_distributed_call(self, inputs, named)  # warns on a device's part in shard_map
-        return self.definition.apply(state, *inputs, params=params, **named)
+        return apply_loss(self.definition, state, *inputs, params=params, **named)
 
     def _from_numpy(self, inputs: tuple, named: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
         """numpy inputs as JAX arrays, as ``jax.jit`` converts its numpy arguments, so eager
@@ -124,7 +129,7 @@ class XRiskLoss:
 
         if not any(map(is_numpy, (*inputs, *named.values()))):
             return inputs, named
-        self._check_index_fits(self.definition.bind(inputs, named), only_numpy=True)
+        self._check_index_fits(bind_inputs(self.definition, inputs, named), only_numpy=True)
         return (tuple(jnp.asarray(v) if is_numpy(v) else v for v in inputs),
                 {k: jnp.asarray(v) if is_numpy(v) else v for k, v in named.items()})
 
@@ -160,8 +165,8 @@ class XRiskLoss:
             As :meth:`apply` on host arrays; also an index that does not fit JAX's int32
             while ``jax_enable_x64`` is off.
         """
-        self.definition.check_batch(*inputs, **named)
-        self._check_index_fits(self.definition.bind(inputs, named))
+        check_batch(self.definition, *inputs, **named)
+        self._check_index_fits(bind_inputs(self.definition, inputs, named))
 
     def export_state(self, state: Any, params: Any = NO_PARAMS) -> dict[str, np.ndarray]:
         """State and trainable auxiliaries as a dict of numpy arrays (framework-neutral).
@@ -212,7 +217,7 @@ class XRiskLoss:
             definition = self.definition
 
             def run(state: Any, params: Any, inputs: tuple) -> tuple[jax.Array, Any]:
-                return definition.apply(state, *inputs, params=params)
+                return apply_loss(definition, state, *inputs, params=params)
 
             if mode == "raise":  # the failed checks come back as checkify's error value
                 checkified = checkify.checkify(run)
@@ -258,7 +263,7 @@ class StatefulLoss:
         self.params = loss.init_params()
 
     def __call__(self, *inputs: Any, **named: Any) -> jax.Array:
-        bound = self.loss.definition.bind(inputs, named)
+        bound = bind_inputs(self.loss.definition, inputs, named)
         present = {name: value for name, value in bound.items() if value is not None}
         if all(_on_host(value) for value in present.values()):
             # Zero-copy numpy views of CPU arrays: the checks read each input once.

@@ -59,7 +59,13 @@ import tensorflow as tf
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk.adapter_api import checked_state_arrays, dtype_name, exported_state, initial_values
+from xrisk.adapter_api import (
+    bind_inputs,
+    checked_state_arrays,
+    dtype_name,
+    exported_state,
+    initial_values,
+)
 
 __all__ = ["gather_batch", "scale_loss", "state_variables", "variable_options", "ShardedLoss",
            "DistributedWarning"]
@@ -100,7 +106,7 @@ def gather_batch(loss: Any, *inputs: Any, **named: Any) -> dict[str, Any]:
     dimension are returned as given. With one replica the inputs are returned unchanged.
     """
     definition = _core._definition(loss)
-    bound = definition.bind(inputs, named)
+    bound = bind_inputs(definition, inputs, named)
     ctx, world = _replica()
     plan = _core.gather_plan(definition)
     out = dict(bound)
@@ -299,7 +305,7 @@ class ShardedLoss(tf.Module):
         definition = self.definition
         ids: set[int] = getattr(_gathered, "ids", set())
         if any(id(v) in ids for v in (*inputs, *named.values())):
-            batch = definition.bind(inputs, named)
+            batch = bind_inputs(definition, inputs, named)
         else:
             batch = gather_batch(definition, *inputs, **named)
         ctx, world = _replica()

@@ -65,7 +65,13 @@ from torch import nn
 import xrisk
 from xrisk import LossDefinition
 from xrisk import distributed as _core
-from xrisk.adapter_api import checked_state_arrays, dtype_name, exported_state, initial_values
+from xrisk.adapter_api import (
+    bind_inputs,
+    checked_state_arrays,
+    dtype_name,
+    exported_state,
+    initial_values,
+)
 
 __all__ = ["gather_batch", "ShardedLoss", "check_ddp", "DistributedWarning"]
 
@@ -133,7 +139,7 @@ def gather_batch(loss: Any, *inputs: Any, group: Any = None, **named: Any
         process group, or with one rank, the inputs themselves.
     """
     definition = _core._definition(loss)
-    bound = definition.bind(inputs, named)
+    bound = bind_inputs(definition, inputs, named)
     _, world = _world(group)
     out: dict[str, Any] = {}
     plan = _core.gather_plan(definition)
@@ -298,7 +304,7 @@ class ShardedLoss(nn.Module):
         """
         definition = self.definition
         if any(getattr(v, _GLOBAL, False) for v in (*inputs, *named.values())):
-            batch = definition.bind(inputs, named)
+            batch = bind_inputs(definition, inputs, named)
         else:
             batch = gather_batch(definition, *inputs, group=self.group, **named)
         tables = definition.state_tables()

@@ -24,12 +24,14 @@ from xrisk import LossDefinition
 from xrisk.adapter_api import (
     METADATA_KEY,
     LossContainer,
+    apply_loss,
     checked_state_arrays,
     compose_doc,
     definition_attribute,
     dtype_name,
     exported_state,
     guard_init,
+    prepare_definition,
     refuse_assignment,
 )
 from xrisk.losses import NoParams
@@ -72,7 +74,7 @@ class XRiskLoss(LossContainer, nn.Module):
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:
         super().__init__()
-        definition._fill_declarations()  # cached now, not inside a first compiled call
+        prepare_definition(definition)  # cached now, not inside a first compiled call
         self.definition = definition
         float_dtype = (torch.get_default_dtype() if dtype is None
                        else getattr(torch, dtype_name(definition.name, dtype)))
@@ -101,9 +103,8 @@ class XRiskLoss(LossContainer, nn.Module):
         check_distributed_call(self, inputs, named)  # no-op without a process group
         if self.definition.params_type is not NoParams:  # see _project_after_step
             _LOSSES_WITH_AUXILIARIES.add(self)
-        loss, new_state = self.definition.apply(
-            self.state, *inputs, params=self.aux_params, **named
-        )
+        loss, new_state = apply_loss(self.definition, self.state, *inputs,
+                                     params=self.aux_params, **named)
         self._write_state(new_state)
         return loss
 
@@ -267,7 +268,7 @@ def _project_after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any
     stepped onto its bounds (e.g. AUC-M's alpha >= 0).
 
     The loss reverses the gradient of its ascent auxiliaries
-    (:meth:`xrisk.LossDefinition._saddle_point`), so a plain optimizer (``torch.optim.Adam``
+    (:func:`xrisk.adapter_api.apply_loss`), so a plain optimizer (``torch.optim.Adam``
     over ``[*model.parameters(), *loss_fn.parameters()]``) ascends on them; this global
     post-step hook adds the projection of the saddle-point update to the stored value. The
     xrisk optimizers take the ascent themselves and never hold an ascent auxiliary in their

@@ -1,4 +1,4 @@
-r"""The loss protocol: what every X-risk loss definition declares, and the one ``apply``.
+r"""The loss protocol: what every X-risk loss definition declares, and its math.
 
 A loss definition is a frozen, validated set of hyper-parameters plus declarations that the
 adapters, the validation and the test harness read, so that no adapter, optimizer or test holds
@@ -10,13 +10,17 @@ per-loss code:
   space it is indexed by (``sample``, ``query``, ``interaction``, ...), the shape of one row and
   its initial value. Per-key dual variables with a closed-form rule (SOPA's thresholds, K-SONG's
   λ_q, iSogCLR's τ_i) are state rows too, written in O(batch); a table keyed by a product of
-  two spaces (the multi-label (label, sample) tables) declares it in
-  :meth:`~LossDefinition.derived_keys`, so that sharded state owns its rows by sample;
+  two spaces (the multi-label (label, sample) tables) declares it in its
+  :class:`Sharding` (``LossDefinition.sharding``), so that sharded state owns its rows by
+  sample;
 - :meth:`~LossDefinition.auxiliaries`: trainable auxiliaries with their *role* for the
   optimizer (descent or ascent, projection bounds) — optimizers never know them by name.
 
-``apply(state, *inputs, params=...)`` binds and validates the inputs against the declarations,
-then calls the loss's ``_loss`` with a :class:`Step` (backend, namespace, guarded row writes).
+A definition's math is its ``_loss(step, state, params, **inputs)``. Applying it to a batch
+is one free function for every loss, :func:`xrisk._apply.apply` (``definition.apply(state,
+*inputs, params=...)`` calls it): it binds and validates the inputs against the declarations,
+casts them to one compute dtype, answers an empty batch, then calls ``_loss`` with a
+:class:`Step` (backend, namespace, guarded row writes).
 
 Validation has two layers. Static checks (names, ranks, named dimensions, dtypes) always run.
 Value checks (labels in {0, 1}, finite scores, every index inside its key space) raise on
@@ -31,16 +35,16 @@ runs the host checks on a batch before it enters a compiled step.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
-from .. import _validation
 from .._config import Configured
 from .._domain import Domain, Relation, Size
 from .._registry import register
 from .._state import StateTable, allocate_state, axis_size, write_rows
 from .._typing import Array
-from ..backends import backend_of
 
 __all__ = [
     "Auxiliary",
@@ -52,6 +56,7 @@ __all__ = [
     "NO_PARAMS",
     "NoParams",
     "NoState",
+    "Sharding",
     "Step",
     "StateTable",
     "state_update",
@@ -232,6 +237,49 @@ class Step:
                           equal_duplicates=equal_duplicates)
 
 
+class Sharding(NamedTuple):
+    """How sharded state (:mod:`xrisk.distributed`) owns a loss's table rows: declared data,
+    which the distributed module reads; the definition holds no distributed code.
+
+    By default every table of a key space that a required index input addresses is sharded
+    by its keys, and the rest (global entries, small tables read whole) is replicated. A loss
+    declares more only where that rule needs it, as its class attribute ``sharding``.
+
+    Attributes
+    ----------
+    derived : mapping of str to (str, str)
+        Derived key space -> ``(outer, inner)``, the two key spaces it is the product of. A
+        table keyed by a derived space holds one row per pair of keys, at row ``outer *
+        size(inner) + inner`` (row-major), and a step reaches those rows through the index
+        inputs of ``inner`` (the multi-label tables: ``"label_sample": ("label",
+        "sample")``, row ``t * num_samples + i``). Sharded state owns such rows by their inner
+        key (the rows of one sample for every label live on that sample's owner). A derived
+        space the loss's :meth:`~LossDefinition.key_spaces` lacks (an option left it out) is
+        ignored.
+    sizes : mapping of str to str
+        Inner key space -> the constructor argument that sets its size. A sharded step runs
+        on compact tables of the batch's rows; where a derived table's row depends on the size
+        of its inner space, it runs on the loss rebuilt with that argument set to the compact
+        size (``loss_fn.replace(num_samples=m)``). Every inner space of ``derived`` needs one
+        (checked when the class is defined).
+    replicated : tuple of str
+        Key spaces kept replicated although an index input addresses them (a loss that
+        reaches their rows otherwise than through its index inputs).
+
+    Examples
+    --------
+    >>> import xrisk
+    >>> xrisk.meanAveragePrecisionLoss.sharding.derived["label_sample"]
+    ('label', 'sample')
+    >>> xrisk.APLoss.sharding == Sharding()
+    True
+    """
+
+    derived: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    sizes: Mapping[str, str] = MappingProxyType({})
+    replicated: tuple[str, ...] = ()
+
+
 def state_update(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a pure ``(self, state, *args) -> new_state`` method of a definition (a schedule
     step such as MIDAM's ``update_smoothing``) that the adapters expose: torch and TensorFlow
@@ -246,16 +294,7 @@ def state_update(method: Callable[..., Any]) -> Callable[..., Any]:
 LOSSES: dict[str, type[LossDefinition]] = {}
 
 #: The declaration methods, computed once per definition (see :func:`_declaration`).
-_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "derived_keys",
-                 "relations")
-
-
-@functools.lru_cache(maxsize=256)
-def _container_names(state_fields: tuple[str, ...], params_fields: tuple[str, ...],
-                     ) -> tuple[str, ...]:
-    """The names of a loss's state and auxiliary entries in errors (``state.u``,
-    ``params.a``): built once per pair of container types, not at every step."""
-    return (*(f"state.{f}" for f in state_fields), *(f"params.{f}" for f in params_fields))
+_DECLARATIONS = ("inputs", "dims", "key_spaces", "state_tables", "auxiliaries", "relations")
 
 
 def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -286,6 +325,25 @@ def _declaration(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return declared
 
 
+def _check_sharding(cls: type[LossDefinition]) -> None:
+    """Refuse, when a loss class is defined (not a private base, ``_Name``), a
+    :class:`Sharding` declaration that :mod:`xrisk.distributed` could not follow: an inner
+    space of a derived key without the constructor argument that sizes it."""
+    sharding = cls.sharding
+    if not sharding.derived or cls.__name__.startswith("_"):  # a private base: no constructor
+        return
+    parameters = [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+    for space, (_, inner) in sharding.derived.items():
+        argument = sharding.sizes.get(inner)
+        if argument is None or argument not in parameters:
+            raise TypeError(
+                f"{cls.__name__}.sharding declares the derived key space {space!r} over "
+                f"{inner!r} but sizes {inner!r} by {argument!r}; expected a constructor "
+                f"argument of {cls.__name__} (one of {parameters}). Fix: declare "
+                f"Sharding(derived=..., sizes={{{inner!r}: 'num_samples'}}) with the argument "
+                f"that sets the size of {inner!r}.")
+
+
 class LossDefinition(Configured):
     """Base class of the framework-neutral loss definitions (see the module docstring).
 
@@ -304,8 +362,12 @@ class LossDefinition(Configured):
     #: The modes under which a front door builds this loss (``pAUCLoss("SOPA")``, ...).
     modes: ClassVar[tuple[str, ...]] = ()
 
+    #: How sharded state owns the rows of this loss's tables (:class:`Sharding`).
+    sharding: ClassVar[Sharding] = Sharding()
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _check_sharding(cls)
         register(LOSSES, cls)
         for name in _DECLARATIONS:
             method = cls.__dict__.get(name)
@@ -313,16 +375,6 @@ class LossDefinition(Configured):
                 setattr(cls, name, _declaration(method))
 
     # -- declarations -------------------------------------------------------------------
-    def _fill_declarations(self) -> None:
-        """Evaluate every declaration once now, so that later reads find them cached.
-
-        The adapters call it when they wrap a definition: a first step then reads the cache
-        instead of filling it, which would otherwise happen inside the first
-        ``torch.compile``'d call and make the second call recompile.
-        """
-        for name in _DECLARATIONS:
-            getattr(self, name)()
-
     def inputs(self) -> tuple[Input, ...]:
         """The batch inputs of ``apply``, in call order."""
         raise NotImplementedError
@@ -349,59 +401,6 @@ class LossDefinition(Configured):
     def state_tables(self) -> dict[str, StateTable]:
         """Name -> :class:`StateTable` of every state entry, in ``state_type`` order."""
         return {}
-
-    def derived_keys(self) -> dict[str, tuple[str, str]]:
-        """Derived key space -> ``(outer, inner)``, the two key spaces it is the product of.
-
-        A table keyed by a derived space holds one row per pair of keys, at row
-        ``outer * size(inner) + inner`` (row-major), and a step reaches those rows through
-        the index inputs of ``inner`` (the multi-label tables: ``"label_sample": ("label",
-        "sample")``, row ``t * num_samples + i``). Sharded state (:mod:`xrisk.distributed`)
-        owns such rows by their inner key (the rows of one sample for every label live on
-        that sample's owner) and runs the step on :meth:`resized`. Default: none.
-        """
-        return {}
-
-    def resized(self, sizes: Mapping[str, int]) -> LossDefinition:
-        """This loss with the key spaces ``sizes`` (name -> size) given another size.
-
-        Sharded state runs a step on compact tables of the batch's rows
-        (:func:`xrisk.distributed.apply_compact`); where a derived table's row depends on the
-        size of its inner space (:meth:`derived_keys`), the step must run on the loss resized
-        to the compact size. The default returns ``self`` (the math of a loss without derived
-        keys does not depend on the sizes; index bounds that a smaller space still satisfies
-        aside); a loss that declares derived keys overrides it, e.g. with
-        ``self.replace(num_samples=sizes["sample"])``.
-        """
-        derived = sorted(space for space, (_, inner) in self.derived_keys().items()
-                         if inner in sizes)
-        if derived:
-            raise NotImplementedError(
-                f"{self.name} declares the derived key spaces {derived} but does not override "
-                "resized(); expected an override that rebuilds the loss for the given sizes. "
-                "Fix: define resized() in the loss (e.g. return self.replace(num_samples=...)).")
-        return self
-
-    def row_keys(self) -> dict[str, tuple[str, ...]]:
-        """Key space -> the index inputs whose values are the rows a step reads and writes in
-        the tables of that space.
-
-        Sharded state (:mod:`xrisk.distributed`) fetches only those rows, renumbered into a
-        compact table, so the step must address the space's tables through these inputs
-        alone. The default takes every key space of a state table addressed by a required
-        index input, where a table of a derived space counts for the inner space
-        (:meth:`derived_keys`); tables of other spaces (small per-label tables read whole)
-        stay replicated. A loss that addresses a space's rows otherwise overrides this to
-        leave that space out.
-        """
-        derived = self.derived_keys()
-        spaces = {derived[table.keys][1] if table.keys in derived else table.keys
-                  for table in self.state_tables().values() if table.keys}
-        out: dict[str, tuple[str, ...]] = {}
-        for spec in self.inputs():
-            if spec.kind == "index" and spec.keys in spaces and not spec.optional:
-                out[spec.keys] = (*out.get(spec.keys, ()), spec.name)
-        return out
 
     def auxiliaries(self) -> dict[str, Auxiliary]:
         """Name -> :class:`Auxiliary` of every trainable auxiliary, in ``params_type`` order."""
@@ -439,207 +438,36 @@ class LossDefinition(Configured):
         values = allocate_state(tables, {}, xp=xp, dtype=dtype or xp.float32, device=device)
         return self.params_type(**values)
 
+    # -- application: one free function, xrisk._apply ----------------------------------------
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Match positional and keyword inputs to :meth:`inputs`; ``None`` for omitted ones."""
-        declared = self.inputs()
-        names = [spec.name for spec in declared]
-        if len(args) > len(names):
-            raise TypeError(
-                f"{self.name}: got {len(args)} positional inputs; expected at most "
-                f"{len(names)}: {', '.join(names)}."
-            )
-        bound = dict(zip(names, args))
-        for name, value in kwargs.items():
-            if name not in names:
-                raise TypeError(
-                    f"{self.name}: unexpected input {name!r}; expected inputs {names}."
-                )
-            if name in bound:
-                raise TypeError(f"{self.name}: input {name!r} given twice.")
-            bound[name] = value
-        for spec in declared:
-            if bound.get(spec.name) is None and not spec.optional:
-                raise _validation.missing_input(self.name, spec)
-        return {name: bound.get(name) for name in names}
+        """Match positional and keyword inputs to :meth:`inputs`; ``None`` for omitted ones
+        (:func:`xrisk._apply.bind`)."""
+        from .._apply import bind
+
+        return bind(self, args, kwargs)
 
     def apply(self, state: Any, *inputs: Array, params: Any = NO_PARAMS,
               **named: Array) -> tuple[Array, Any]:
-        """Return ``(loss, new_state)`` for one mini-batch.
+        """Return ``(loss, new_state)`` for one mini-batch: :func:`xrisk._apply.apply` of
+        this definition.
 
         ``inputs`` follow :meth:`inputs` (positionally or by name); ``params`` holds the
-        trainable auxiliaries (``init_params``). See the class docstring for the math.
-
-        The loss computes in one float dtype, :meth:`_compute_dtype`: before any state is read,
-        every floating score and data input and every floating auxiliary is cast to it (a
-        no-op where the dtypes agree), so mixed inputs (a float64 view beside a float32 one,
-        float64 scores beside float32 auxiliaries, float16 scores) work in every framework.
-        The returned loss has that dtype, and gradients flow back to each input in its own.
-        A batch without examples returns 0 and changes no state.
+        trainable auxiliaries (``init_params``). See the class docstring for the math. The
+        loss computes in one float dtype (the widest of the score inputs, half precision
+        counted as the loss's float dtype), and a batch without examples returns 0 and
+        changes no state.
         """
-        bound = self.bind(inputs, named)
-        self._check_containers(state, params)
-        present = [value for value in bound.values() if value is not None]
-        names = [name for name, value in bound.items() if value is not None]
-        backend = backend_of(*present, *state, *params,
-                             names=(*names, *_container_names(state._fields, params._fields)))
-        xp = backend.namespace
-        checked, valid, empty, host = _validation.check_inputs(self, backend, bound, xp=xp)
-        checked, params = self._in_compute_dtype(checked, state, params, xp)
-        if empty is True:
-            return self._empty_loss(checked, params, xp), state
-        params = self._saddle_point(backend, params, xp)
-        # ``empty`` is an array where sizes are known only at run time (the inputs were padded
-        # to one row, see xrisk._validation): an empty batch then writes nothing and gives 0.
-        step = Step(backend, xp, valid if empty is False else valid & ~empty, host)
-        loss, new_state = self._loss(step, state, params, **checked)
-        if valid is None:
-            return loss, new_state
-        new_state = self._whole_tables_kept(step, state, new_state)
-        if empty is not False:
-            loss = xp.where(empty, xp.zeros_like(loss), loss)
-        return xp.where(valid, loss, xp.full_like(loss, float("nan"))), new_state
+        from .._apply import apply
 
-    def _saddle_point(self, backend: Any, params: Any, xp: Any) -> Any:
-        r"""``params`` with each ``ascent`` auxiliary :math:`\alpha` replaced by
-        :math:`\Pi(\alpha)` (its projection onto ``[lower, upper]``, :meth:`Auxiliary.project`)
-        whose gradient is :math:`-1` with respect to :math:`\alpha`.
-
-        So the loss's value is :math:`L(\Pi(\alpha))` and the gradient every framework reports
-        for :math:`\alpha` is :math:`-\partial L/\partial\alpha` at :math:`\Pi(\alpha)`: any
-        descent optimizer (``torch.optim.Adam``, ``optax.adam``, a Keras optimizer, a
-        hand-written SGD loop) ascends on the dual variables, the saddle-point update of the
-        min-max problem, and a stored value outside the bounds counts as its projection
-        (the adapters also project the stored value after a foreign optimizer's step where
-        the framework allows it: see the README's min-max section). The xrisk optimizers take
-        their own closed-form ascent (:meth:`ascent_direction`) and never read this gradient;
-        they keep :math:`\alpha` inside its bounds, where :math:`\Pi(\alpha) + (\alpha -
-        \alpha)` is :math:`\alpha` bit for bit, so their steps are unchanged.
-        """
-        specs = self.auxiliaries()
-        if not any(spec.role == "ascent" for spec in specs.values()):
-            return params
-        new = {}
-        for name, spec in specs.items():
-            if spec.role == "ascent":
-                value = getattr(params, name)
-                held = backend.stop_gradient(value)
-                # value Π(α) + 0 exactly; gradient -1 (the reversal) through (held - value)
-                new[name] = spec.project(held, xp) + (held - value)
-        return params._replace(**new)
+        return apply(self, state, *inputs, params=params, **named)
 
     #: ``_loss(step, state, params, **inputs) -> (loss, new_state)``: the math, implemented
     #: by each loss with its declared inputs as keyword parameters.
     _loss: Callable[..., tuple[Array, Any]]
 
-    def _whole_tables_kept(self, step: Step, state: Any, new_state: Any) -> Any:
-        """``new_state`` with every table that no index input addresses row by row exactly
-        as given where the batch failed the in-graph checks.
-
-        Tables of the key spaces in :meth:`row_keys` are written through
-        :meth:`Step.write_rows`, which guards each row. The others come back whole from the
-        loss: loss-wide entries (a schedule counter, a smoothing factor, tpAUC-KL's w) and
-        the per-label rows of the multi-label losses (keyed by ``"label"``, stacked label by
-        label). A loss that computed one through the scores' dtype would hand back a float64
-        entry rounded to float32, so a bad batch selects the given one. These tables are
-        O(1) or O(labels): selecting them costs nothing noticeable.
-        """
-        xp = step.xp
-        addressed = set(self.row_keys())
-        derived = self.derived_keys()
-        fields = new_state._asdict()
-        for name, table in self.state_tables().items():
-            space = derived[table.keys][1] if table.keys in derived else table.keys
-            if space not in addressed:
-                old, new = getattr(state, name), fields[name]
-                if new.dtype != old.dtype:
-                    new = xp.astype(new, old.dtype)
-                fields[name] = xp.where(step.valid, new, old)
-        return type(new_state)(**fields)
-
-    def _compute_dtype(self, inputs: Mapping[str, Array], containers: tuple[Array, ...],
-                       xp: Any) -> Any:
-        """The float dtype one ``apply`` computes in: the widest dtype of the score inputs,
-        each of fewer than 32 bits counted as the loss's float dtype.
-
-        The loss's float dtype is that of its state and auxiliaries (``containers``; the
-        adapters allocate both in the loss's ``dtype``), float32 without any. So
-
-        - scores of one dtype of 32 or 64 bits compute in it (a float32 model under a float64
-          state: float32 math, the rows cast to the tables' dtype when written);
-        - half-precision scores (float16, bfloat16) compute in the loss's float dtype, as
-          mixed-precision training computes its losses: their sums over a batch overflow or
-          underflow (float16 tops at 65504, its normal numbers start at 6e-5);
-        - score inputs of several dtypes (a float64 view beside a float32 one) compute in the
-          widest, the one that loses no digit of any input.
-
-        Examples
-        --------
-        >>> import numpy as np, xrisk
-        >>> loss_fn = xrisk.AUCMLoss()
-        >>> params = loss_fn.init_params(xp=np, dtype=np.float64)
-        >>> loss_fn._compute_dtype({"scores": np.zeros(2, np.float16)}, params, np)
-        dtype('float64')
-        >>> loss_fn._compute_dtype({"scores": np.zeros(2, np.float32)}, params, np)
-        dtype('float32')
-        """
-        loss_dtype = None
-        widest = None
-        for spec in self.inputs():
-            x = inputs.get(spec.name)
-            if spec.kind != "score" or x is None:
-                continue
-            dtype = x.dtype
-            if xp.finfo(dtype).bits < 32:
-                if loss_dtype is None:
-                    loss_dtype = next((v.dtype for v in containers
-                                       if xp.isdtype(v.dtype, "real floating")), xp.float32)
-                dtype = loss_dtype
-            if widest is None or xp.finfo(dtype).bits > xp.finfo(widest).bits:
-                widest = dtype
-        return widest
-
-    def _in_compute_dtype(self, checked: dict[str, Array], state: Any, params: Any, xp: Any,
-                          ) -> tuple[dict[str, Array], Any]:
-        """The checked inputs and the auxiliaries, their floating score and data inputs and
-        floating auxiliaries cast to :meth:`_compute_dtype` (state tables are not: a loss
-        reads its rows in the scores' dtype and writes them back in the tables').
-
-        One rule for every loss, applied before any state row is read or written: TensorFlow
-        does not promote mixed float dtypes (float64 scores against float32 auxiliaries or
-        a float32 view raise in the middle of a step), torch's matmul refuses them, and
-        data inputs (counts, ideal DCG: never differentiated) given as float64 numpy arrays
-        must meet float32 scores. The casts are differentiable: gradients reach every input
-        and auxiliary in its own dtype. Auxiliaries are O(1) or O(labels), so casting them
-        costs nothing noticeable.
-        """
-        dtype = self._compute_dtype(checked, (*state, *params), xp)
-        if dtype is None:
-            return checked, params
-        cast = dict(checked)
-        for spec in self.inputs():
-            x = cast[spec.name]
-            if (spec.kind in ("score", "data") and x is not None
-                    and xp.isdtype(x.dtype, "real floating") and x.dtype != dtype):
-                cast[spec.name] = xp.astype(x, dtype)
-        if any(xp.isdtype(v.dtype, "real floating") and v.dtype != dtype for v in params):
-            params = type(params)(*(xp.astype(v, dtype) if xp.isdtype(v.dtype, "real floating")
-                                    and v.dtype != dtype else v for v in params))
-        return cast, params
-
-    def _empty_loss(self, checked: dict[str, Array], params: Any, xp: Any) -> Array:
-        """The loss of a batch without examples: 0, in the scores' dtype, connected to the
-        scores and the trainable auxiliaries so that every framework returns finite zero
-        gradients (not ``None``) and optimizers see an ordinary step."""
-        scores = next(v for spec in self.inputs() if spec.kind == "score"
-                      for v in [checked[spec.name]] if v is not None)
-        zero = xp.sum(scores) * 0
-        for value in params:
-            if xp.isdtype(value.dtype, "real floating"):
-                zero = zero + xp.astype(xp.sum(value), zero.dtype) * 0
-        return zero
-
     def check_batch(self, *inputs: Array, **named: Array) -> None:
-        """Run every check of :meth:`apply` on one batch now, on the host; raise if it fails.
+        """Run every check of :meth:`apply` on one batch now, on the host; raise if it fails
+        (:func:`xrisk._apply.check_batch`).
 
         ``apply`` raises by itself on host-readable arrays; call this on the batch *before* a
         compiled step (``jax.jit``, ``tf.function``), where the checks can only turn a bad
@@ -652,10 +480,9 @@ class LossDefinition(Configured):
         ValueError, TypeError
             As :meth:`apply`.
         """
-        bound = self.bind(inputs, named)
-        present = {name: value for name, value in bound.items() if value is not None}
-        backend = backend_of(*present.values(), names=tuple(present))
-        _validation.check_inputs(self, backend, bound, xp=backend.namespace)
+        from .._apply import check_batch
+
+        check_batch(self, *inputs, **named)
 
     def upgrade_state(self, arrays: Mapping[str, Any]) -> dict[str, Any]:
         """An exported state in an older layout, converted to this version's keys.
@@ -680,13 +507,3 @@ class LossDefinition(Configured):
         are JSON numbers, strings, booleans or ``None``. Default: none.
         """
         return {}
-
-    def _check_containers(self, state: Any, params: Any) -> None:
-        for value, kind, what in ((state, self.state_type, "state"),
-                                  (params, self.params_type, "params")):
-            if not isinstance(value, kind):
-                raise TypeError(
-                    f"{self.name}: {what} is {type(value).__name__}; expected "
-                    f"{kind.__name__}. Fix: create it with loss_fn.init() / "
-                    "loss_fn.init_params() of this loss."
-                )

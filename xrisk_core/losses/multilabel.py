@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, cast
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._state import StateTable
 from .._typing import Array
-from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Step
+from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Sharding, Step
 from .ap import APLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value
 from .pauc import PAUC_MODES, _PairwiseLoss, pauc_class
@@ -71,16 +71,6 @@ class _MultiLabelLoss(LossDefinition):
         if self.num_samples is not None:
             spaces["label_sample"] = self.num_labels * self.num_samples
         return spaces
-
-    def derived_keys(self) -> dict[str, tuple[str, str]]:
-        # The per-label tables: row t * num_samples + i of sample i for label t.
-        return {} if self.num_samples is None else {"label_sample": ("label", "sample")}
-
-    def resized(self, sizes: Mapping[str, int]) -> LossDefinition:
-        # The stride of the (label, sample) rows is num_samples.
-        if self.num_samples is None or "sample" not in sizes:
-            return self
-        return cast(LossDefinition, self.replace(num_samples=sizes["sample"]))
 
     def _columns(self, step: Step, scores: Array, labels: Array, task: Array | None,
                  ) -> tuple[Array, Array | None, Any]:
@@ -199,6 +189,10 @@ class _PerLabelLoss(_MultiLabelLoss):
     loss's. Label t calls the inner math with the index shifted by ``t * num_samples`` and
     the label's row of every global entry.
     """
+
+    # The per-label tables: row t * num_samples + i of sample i for label t.
+    sharding = Sharding(derived={"label_sample": ("label", "sample")},
+                        sizes={"sample": "num_samples"})
 
     inner: LossDefinition
     num_samples: int  # set by every subclass's __init__ (the per-label tables need it)
