@@ -1,4 +1,4 @@
-"""The runner's JAX session: a pure MLP trained by a ``jax.jit`` step with donated state.
+"""The runner's JAX sessions: pure models trained by a ``jax.jit`` step with donated state.
 
 :func:`xrisk.runner.engine.run_seed` drives it; :meth:`Session.start` builds the step and
 :meth:`Session.epoch` is the loop, as a user would write them. float64 recipes turn on
@@ -28,75 +28,123 @@ from .models import (
     mlp_layers,
     mlp_params,
     neumf_apply,
+    resnet20_apply,
     split_weights,
 )
 
 __all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
+def _masked_cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Binary cross-entropy of logits (B, K) against labels with NaN where missing: the mean
+    over the observed entries."""
+    observed = ~jnp.isnan(labels)
+    per_entry = optax.sigmoid_binary_cross_entropy(logits, jnp.where(observed, labels, 0.0))
+    weight = observed.astype(logits.dtype)
+    return jnp.sum(per_entry * weight) / jnp.maximum(jnp.sum(weight), 1)
+
+
+def _model_apply(kind: str, activation: str) -> Any:
+    """``(params, batch_norm, x, train) -> (outputs, batch_norm)`` of a reference model (the
+    MLP has no BatchNorm state: an empty dict passes through)."""
+    if kind == "resnet20":
+        return lambda p, s, x, train: resnet20_apply(p, s, x, train=train)
+    if kind == "conv_encoder":
+        return lambda p, s, x, train: conv_encoder_apply(p, s, x, train=train)
+    return lambda p, s, x, train: (mlp_apply(p, x, activation=activation), s)
+
+
 class Session:
     """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`.
 
-    ``seed`` is unused: nothing here draws random numbers (the weights come from numpy).
+    The models are pure functions of ``(params, batch-norm state)``
+    (:mod:`xrisk.jax.models`); the step threads the BatchNorm running statistics of ResNet20
+    and the conv encoder through ``jax.jit`` next to the optimizer and loss state. ``seed``
+    is unused: nothing here draws random numbers (the weights come from numpy).
     """
 
     def __init__(self, splits: Splits, weights: dict[str, np.ndarray], *, model: str,
                  activation: str, dtype: str, seed: int) -> None:
-        if model != "mlp":  # the recipe refuses it first; a direct caller gets this
-            raise ValueError(f"Session: model={model!r}; this framework's runner trains "
-                             "model 'mlp' in this version. Fix: use framework torch or tensorflow.")
-        layers = weights_layers(weights)
+        if model not in ("mlp", "resnet20", "conv_encoder"):
+            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
+                             "'conv_encoder'. Fix: set model.name to one of those.")
         if dtype == "float64" and not jax.config.read("jax_enable_x64"):
             jax.config.update("jax_enable_x64", True)
-        self.dtype, self.activation = dtype, activation
+        self.dtype, self.kind = dtype, model
+        self.apply = _model_apply(model, activation)
         self.x_train, self.y_train = jnp.asarray(splits.x_train), jnp.asarray(splits.y_train)
-        self.num_samples = splits.y_train.size
-        self.carry: dict[str, Any] = {"params": {"model": mlp_params(layers)}}
-        self.forward = jax.jit(functools.partial(mlp_apply, activation=activation))
+        # multi-label: labels (N, K) with NaN where missing, one logit per label
+        self.multilabel = splits.y_train.ndim == 2
+        self.num_samples = len(splits.y_train)
+        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
+        self.carry: dict[str, Any] = {}
+        self.set_weights(weights)
+        apply = self.apply
+        self.forward = jax.jit(lambda p, s, x: apply(p, s, x, False)[0])
 
     def start(self, phase: Phase) -> None:
-        loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
-                                          dtype=self.dtype)
+        loss_fn = getattr(xr, phase.loss)(
+            **loss_arguments(phase, self.num_samples, self.num_labels), dtype=self.dtype)
         optimizer = getattr(xr, phase.optimizer)(
             **({"loss_fn": loss_fn} if phase.min_max else {}), **phase.optimizer_options)
         to_scores = jax.nn.sigmoid if phase.probability else (lambda z: z)
-        activation, x_train, y_train = self.activation, self.x_train, self.y_train
+        # multi-label cross-entropy: per label, the missing labels masked (optax's own)
+        masked = self.multilabel and phase.loss == "CrossEntropyLoss"
+        apply, multilabel = self.apply, self.multilabel
+        x_train, y_train = self.x_train, self.y_train
 
-        def objective(params: Any, state: Any, index: jax.Array) -> Any:
-            logits = mlp_apply(params["model"], x_train[index], activation=activation)[:, 0]
-            return loss_fn.apply(state, to_scores(logits), y_train[index], index,
-                                 params=params["loss"])
+        def objective(params: Any, state: Any, batch_norm: Any, index: jax.Array) -> Any:
+            out, batch_norm = apply(params["model"], batch_norm, x_train[index], True)
+            logits = out if multilabel else out[:, 0]
+            if masked:
+                return _masked_cross_entropy(logits, y_train[index]), (state, batch_norm)
+            loss, state = loss_fn.apply(state, to_scores(logits), y_train[index], index,
+                                        params=params["loss"])
+            return loss, (state, batch_norm)
 
-        # Parameters, optimizer state and loss state are donated: XLA updates them in place.
-        @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
-        def train_step(params: Any, opt_state: Any, state: Any, index: jax.Array) -> Any:
-            (loss, state), grads = jax.value_and_grad(objective, has_aux=True)(
-                params, state, index)
+        # Parameters, optimizer, loss and BatchNorm state are donated: updated in place.
+        @functools.partial(jax.jit, donate_argnums=(0, 1, 2, 3))
+        def train_step(params: Any, opt_state: Any, state: Any, batch_norm: Any,
+                       index: jax.Array) -> Any:
+            (loss, (state, batch_norm)), grads = jax.value_and_grad(objective, has_aux=True)(
+                params, state, batch_norm, index)
             updates, opt_state = optimizer.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, state, loss
+            return optax.apply_updates(params, updates), opt_state, state, batch_norm, loss
 
         # The loss's trainable auxiliaries (empty for most losses) live in the parameters.
         params = {"model": self.carry["params"]["model"], "loss": loss_fn.init_params()}
         self.carry = {"params": params, "opt_state": optimizer.init(params),
-                      "state": loss_fn.init()}
+                      "state": loss_fn.init(), "bn": self.carry["bn"]}
         self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
 
     def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[jax.Array]:
         carry = self.carry
         for index in batches:
-            carry["params"], carry["opt_state"], carry["state"], loss = self.train_step(
-                carry["params"], carry["opt_state"], carry["state"], index.astype(np.int32))
+            (carry["params"], carry["opt_state"], carry["state"], carry["bn"],
+             loss) = self.train_step(carry["params"], carry["opt_state"], carry["state"],
+                                     carry["bn"], index.astype(np.int32))
             yield loss
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return np.array(self.forward(self.carry["params"]["model"], x)[:, 0], copy=True)
+        model, batch_norm = self.carry["params"]["model"], self.carry["bn"]
+        # in chunks: a conv net's activations of a whole split are big
+        outs = [np.asarray(self.forward(model, batch_norm, x[i:i + 1024]))
+                for i in range(0, max(len(x), 1), 1024)]
+        return np.concatenate([out if self.multilabel else out[:, 0] for out in outs])
 
     def weights(self) -> dict[str, np.ndarray]:
-        return layers_weights(mlp_layers(self.carry["params"]["model"]))
+        model = self.carry["params"]["model"]
+        if self.kind == "mlp":
+            return layers_weights(mlp_layers(model))
+        return merge_weights(model, self.carry["bn"])
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        self.carry["params"] = {**self.carry["params"],
-                                "model": mlp_params(weights_layers(weights))}
+        if self.kind == "mlp":
+            model, batch_norm = mlp_params(weights_layers(weights)), {}
+        else:
+            model, batch_norm = split_weights(weights)
+        self.carry = {**self.carry, "params": {**self.carry.get("params", {}), "model": model},
+                      "bn": batch_norm}
 
     def decay(self, factor: float, *, regularizer: bool) -> None:
         change = (self.optimizer.update_regularizer if regularizer
@@ -121,7 +169,8 @@ class Session:
         opt_state = jax.tree.unflatten(treedef, [
             jnp.asarray(arrays[f"optimizer/{i}"], dtype=leaf.dtype)
             for i, leaf in enumerate(leaves)])
-        self.carry = {"params": {**self.carry["params"], "loss": loss_params},
+        # the BatchNorm statistics (carry["bn"]) are the model's: restored with its weights
+        self.carry = {**self.carry, "params": {**self.carry["params"], "loss": loss_params},
                       "opt_state": opt_state, "state": state}
 
 
@@ -283,8 +332,4 @@ class ContrastiveSession:
         self.carry["opt_state"] = self.optimizer.update_lr(self.carry["opt_state"], factor)
 
     state = Session.state
-
-    def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        batch_norm = self.carry["bn"]  # the model's: restored with its weights
-        Session.load_state(self, arrays, meta)  # type: ignore[arg-type]
-        self.carry["bn"] = batch_norm
+    load_state = Session.load_state

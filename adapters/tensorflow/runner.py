@@ -31,6 +31,16 @@ from .models import (
 __all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
+def _masked_cross_entropy(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    """Binary cross-entropy of logits (B, K) against labels with NaN where missing: the mean
+    over the observed entries."""
+    observed = tf.logical_not(tf.math.is_nan(labels))
+    per_entry = tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=tf.where(observed, labels, tf.zeros_like(labels)), logits=logits)
+    weight = tf.cast(observed, logits.dtype)
+    return tf.reduce_sum(per_entry * weight) / tf.maximum(tf.reduce_sum(weight), 1)
+
+
 class Session:
     """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`.
 
@@ -50,11 +60,16 @@ class Session:
                              "'conv_encoder'. Fix: set model.name to one of those.")
         self.x_train = tf.constant(splits.x_train)
         self.y_train = tf.constant(splits.y_train)
-        self.num_samples = splits.y_train.size
+        # multi-label: labels (N, K) with NaN where missing, one logit per label
+        self.multilabel = splits.y_train.ndim == 2
+        self.num_samples = len(splits.y_train)
+        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
 
     def start(self, phase: Phase) -> None:
-        loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
-                                          dtype=self.dtype)
+        loss_fn = getattr(xr, phase.loss)(
+            **loss_arguments(phase, self.num_samples, self.num_labels), dtype=self.dtype)
+        # multi-label cross-entropy: per label, the missing labels masked (TensorFlow's own)
+        masked, multilabel = self.multilabel and phase.loss == "CrossEntropyLoss", self.multilabel
         # The loss's trainable auxiliaries (AUC-M's a, b) are trained with the model.
         variables = [*self.model.trainable_variables, *loss_fn.trainable_variables]
         optimizer = getattr(xr, phase.optimizer)(
@@ -66,8 +81,11 @@ class Session:
         @tf.function
         def train_step(index: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
-                logits = model(tf.gather(x_train, index), training=True)[:, 0]
-                loss = loss_fn(to_scores(logits), tf.gather(y_train, index), index)
+                out = model(tf.gather(x_train, index), training=True)
+                logits = out if multilabel else out[:, 0]
+                labels = tf.gather(y_train, index)
+                loss = (_masked_cross_entropy(logits, labels) if masked
+                        else loss_fn(to_scores(logits), labels, index))
             grads = tape.gradient(loss, variables)
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss
@@ -80,8 +98,9 @@ class Session:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         # in chunks: a conv net's activations of a whole split are big
-        return np.concatenate([np.array(self.model(x[i:i + 1024], training=False)[:, 0])
-                               for i in range(0, max(len(x), 1), 1024)])
+        outs = [np.array(self.model(x[i:i + 1024], training=False))
+                for i in range(0, max(len(x), 1), 1024)]
+        return np.concatenate([out if self.multilabel else out[:, 0] for out in outs])
 
     def weights(self) -> dict[str, np.ndarray]:
         if self.kind == "mlp":

@@ -32,6 +32,15 @@ from .models import (
 __all__ = ["ContrastiveSession", "RankingSession", "Session"]
 
 
+def _masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of logits (B, K) against labels with NaN where missing: the mean
+    over the observed entries."""
+    observed = ~torch.isnan(labels)
+    per_entry = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits, torch.where(observed, labels, torch.zeros_like(labels)), reduction="none")
+    return (per_entry * observed).sum() / observed.sum().clamp(min=1)
+
+
 def _to_numpy(value: Any) -> np.ndarray | None:
     return value.detach().cpu().numpy().copy() if isinstance(value, torch.Tensor) else None
 
@@ -55,9 +64,13 @@ class Session:
         torch.manual_seed(seed)
         self.x_train = self._inputs(splits.x_train)
         self.y_train = torch.from_numpy(splits.y_train)
-        self.num_samples = splits.y_train.size
+        # multi-label: labels (N, K) with NaN where missing, one logit per label
+        self.multilabel = splits.y_train.ndim == 2
+        self.num_samples = len(splits.y_train)
+        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
         self.loss_fn: Any = None
         self.optimizer: Any = None
+        self.masked = False
 
     def _inputs(self, x: np.ndarray) -> torch.Tensor:
         """Features as they are; images (N, H, W, C) as torch's (N, C, H, W)."""
@@ -65,8 +78,10 @@ class Session:
         return tensor.permute(0, 3, 1, 2).contiguous() if tensor.ndim == 4 else tensor
 
     def start(self, phase: Phase) -> None:
-        self.loss_fn = getattr(xr, phase.loss)(**loss_arguments(phase, self.num_samples),
-                                               dtype=self.dtype)
+        self.loss_fn = getattr(xr, phase.loss)(
+            **loss_arguments(phase, self.num_samples, self.num_labels), dtype=self.dtype)
+        # multi-label cross-entropy: per label, the missing labels masked (torch's own)
+        self.masked = self.multilabel and phase.loss == "CrossEntropyLoss"
         extra = [self.loss_fn] if phase.min_max else []
         self.optimizer = getattr(xr, phase.optimizer)(self.model.parameters(), *extra,
                                                       **phase.optimizer_options)
@@ -76,8 +91,10 @@ class Session:
         self.model.train()
         for index in batches:
             index_t = torch.from_numpy(index)
-            logits = self.model(self.x_train[index_t])[:, 0]
-            loss = self.loss_fn(self.to_scores(logits), self.y_train[index_t], index_t)
+            logits = self._logits(self.model(self.x_train[index_t]))
+            labels = self.y_train[index_t]
+            loss = (_masked_cross_entropy(logits, labels) if self.masked
+                    else self.loss_fn(self.to_scores(logits), labels, index_t))
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
@@ -87,8 +104,11 @@ class Session:
         self.model.eval()  # BatchNorm: running statistics
         inputs = self._inputs(x)
         with torch.no_grad():  # in chunks: a conv net's activations of a whole split are big
-            return torch.cat([self.model(inputs[i:i + 1024])[:, 0]
+            return torch.cat([self._logits(self.model(inputs[i:i + 1024]))
                               for i in range(0, max(len(inputs), 1), 1024)]).numpy().copy()
+
+    def _logits(self, out: torch.Tensor) -> torch.Tensor:
+        return out if self.multilabel else out[:, 0]
 
     def weights(self) -> dict[str, np.ndarray]:
         if self.kind == "mlp":

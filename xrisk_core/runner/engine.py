@@ -101,12 +101,16 @@ def phases(recipe: Recipe) -> tuple[Phase | None, Phase]:
     return warmup, main
 
 
-def loss_arguments(phase: Phase, num_samples: int) -> dict[str, Any]:
+def loss_arguments(phase: Phase, num_samples: int, num_labels: int | None = None
+                   ) -> dict[str, Any]:
     """The keyword arguments of ``xr.<phase.loss>(...)``: the options, and the training
-    set's size where the loss keeps per-sample state."""
+    set's size where the loss keeps per-sample state (and the labels' count, multi-label)."""
     options = dict(phase.loss_options)
-    if "num_samples" in inspect.signature(xrisk.LOSSES[phase.loss]).parameters:
+    parameters = inspect.signature(xrisk.LOSSES[phase.loss]).parameters
+    if "num_samples" in parameters:
         options["num_samples"] = num_samples
+    if "num_labels" in parameters and num_labels is not None:
+        options["num_labels"] = num_labels
     return options
 
 

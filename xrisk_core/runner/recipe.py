@@ -177,8 +177,7 @@ class ModelSection(_Section):
     ``resnet20``: the CIFAR ResNet20 (He et al.), over images (N, H, W, C). ``conv_encoder``:
     the contrastive encoder (3x3 convs of ``widths``, pooling) with a head of ``hidden``
     widths and one output. ``neumf``: the ranking model of MovieLens (``task: ranking``).
-    Conv models take image data only (:data:`IMAGE_KINDS`) and train in torch and
-    TensorFlow in this version.
+    Conv models take image data only (:data:`IMAGE_KINDS`), in every framework.
     """
 
     name: Literal["mlp", "resnet20", "conv_encoder", "neumf"] = "mlp"
@@ -367,12 +366,18 @@ class Recipe(_Section):
                     f"{wanted} metrics such as {examples[wanted]}. Fix: correct "
                     "evaluation.metrics / evaluation.target.")
         self._model_fits()
-        samplers = {"ranking": ("tri",), "contrastive": ("random",)}.get(kind,
-                                                                         ("dual", "random"))
+        samplers = {"ranking": ("tri",), "contrastive": ("random",),
+                    "multilabel": ("random",)}.get(kind, ("dual", "random"))
         if self.sampler.name not in samplers:
             raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
                              f"task; expected one of {list(samplers)}. Fix: set sampler.name "
                              "accordingly.")
+        if kind == "multilabel" and (self.model.name != "mlp" or self.data.imratio):
+            raise ValueError(
+                f"model.name / data.imratio: received {self.model.name!r} / "
+                f"{self.data.imratio!r} for a multilabel task; expected an mlp over the "
+                "fingerprints and no imratio (each label keeps its own ratio). Fix: set "
+                "model.name: mlp and remove data.imratio.")
         if kind == "contrastive":
             self._contrastive_fits()
         elif self.views:
@@ -423,11 +428,6 @@ class Recipe(_Section):
                 f"model.name: received {name!r} with data.name {data!r} (feature vectors, "
                 f"not images); expected image data ({list(IMAGE_KINDS)}) for a conv model. "
                 "Fix: use model.name mlp for this data, or name image data.")
-        if self.framework == "jax" and self.task != "contrastive":
-            raise ValueError(
-                f"model.name: received {name!r} with framework 'jax'; the runner trains "
-                "conv models in torch and tensorflow in this version. Fix: set framework: "
-                "torch or tensorflow, or model.name mlp.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
@@ -463,6 +463,8 @@ def _fill_method(raw: dict[str, Any], problems: list[str]) -> None:
     row = METHODS[method]
     data = raw.get("data")
     task = raw_task(raw)
+    if task in ("binary", "ranking"):  # the data's (a contradicting task: the Recipe says so)
+        task = raw_task({"data": data})
     if row.task != task:
         same = sorted(name for name, other in METHODS.items() if other.task == task)
         problems.append(f"method: received {method!r}, a {row.task} method, with {task} data "
