@@ -3,15 +3,17 @@
 Each module here (``numpy``, ``array_api_strict``, ``torch``, ``jax``, ``tensorflow``) supplies
 only what the array API standard lacks: the namespace, ``stop_gradient``, ``write_rows`` (the
 one mutation primitive), segment reductions (``segment_sum``, ``segment_max``), dtypes,
-devices, laziness (tracers) and axis sizes known only at run time. The core asks
-:func:`backend_of` for the backend of its input arrays on every call, so one process can mix
-backends freely and no global switch exists.
+devices, laziness (tracers) and axis sizes known only at run time (TensorFlow's, with
+``fit_axis`` to make them agree). The core asks :func:`backend_of` for the backend of its
+input arrays on every call, so one process can mix backends freely and no global switch
+exists.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -58,8 +60,15 @@ class Backend(Protocol):
 
     def axis_size(self, x: Any, axis: int) -> Any:
         """An int, or a scalar array of the index dtype where the size is known only at run
-        time (TensorFlow's ``None`` dimensions); the core reads it through
-        :func:`xrisk._state.axis_size`."""
+        time (TensorFlow's ``None`` dimensions: Keras ``fit`` traces its step once for every
+        batch size); the core reads it through :func:`xrisk._state.axis_size`."""
+
+    @property
+    def fit_axis(self) -> Callable[..., Any] | None:
+        """``fit_axis(x, axis, size, *, pad, fill)``: ``x`` with ``pad`` entries of ``fill``
+        appended along ``axis``, cut to ``size`` entries (a run-time scalar), so that inputs
+        of run-time size agree (:mod:`xrisk._run_time_sizes`); ``None`` where every size is
+        static (every backend but TensorFlow)."""
 
     def inspectable(self, x: Any) -> bool: ...
 

@@ -14,7 +14,8 @@ import numpy as np
 
 __all__ = [  # noqa: F822  (index_dtype comes from the module __getattr__ below)
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "fit_axis", "segment_sum",
+    "segment_max",
 ]
 
 name = "jax"
@@ -64,6 +65,10 @@ def device(x: Any) -> Any:
 def axis_size(x: Any, axis: int) -> Any:
     """The size of axis ``axis``, an int (JAX traces with static shapes)."""
     return x.shape[axis]
+
+
+#: Sizes are always static here: nothing to make agree at run time (TensorFlow's hook).
+fit_axis = None
 
 
 def inspectable(x: Any) -> bool:

@@ -15,8 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 __all__ = ["name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows",
-           "device", "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum",
-           "segment_max", "SHIM_FUNCTIONS"]
+           "device", "inspectable", "to_numpy", "assert_all", "axis_size", "fit_axis",
+           "segment_sum", "segment_max", "SHIM_FUNCTIONS"]
 
 name = "tensorflow"
 has_autodiff = True
@@ -56,20 +56,9 @@ def concat(arrays: Any, axis: int = 0) -> Any:
     return tf.concat(arrays, axis=axis)
 
 
-def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return tf.reduce_sum(x, axis=axis, keepdims=keepdims)
-
-
-def all(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return tf.reduce_all(x, axis=axis, keepdims=keepdims)
-
-
-def max(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return tf.reduce_max(x, axis=axis, keepdims=keepdims)
-
-
-def min(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:  # noqa: A001
-    return tf.reduce_min(x, axis=axis, keepdims=keepdims)
+def _reduction(reduce: Any) -> Any:
+    """The array-API reduction (``sum``, ``all``, ``max``, ``min``) of ``tf.reduce_*``."""
+    return lambda x, axis=None, keepdims=False: reduce(x, axis=axis, keepdims=keepdims)
 
 
 def maximum(x1: Any, x2: Any) -> Any:
@@ -139,9 +128,10 @@ SHIM_FUNCTIONS = (
     "zeros_like",
 )
 
-_DIRECT = {"exp": tf.exp, "floor": tf.floor, "log": tf.math.log, "log1p": tf.math.log1p,
-           "sqrt": tf.sqrt, "isfinite": tf.math.is_finite, "float32": tf.float32,
-           "float64": tf.float64,
+_DIRECT = {"sum": _reduction(tf.reduce_sum), "all": _reduction(tf.reduce_all),
+           "max": _reduction(tf.reduce_max), "min": _reduction(tf.reduce_min), "exp": tf.exp,
+           "floor": tf.floor, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
+           "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
            "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose,
            "sort": tf.sort, "searchsorted": tf.searchsorted, "stack": tf.stack,
            "expand_dims": tf.expand_dims}
@@ -180,11 +170,21 @@ def axis_size(x: Any, axis: int) -> Any:
     return tf.shape(x, out_type=tf.int64)[axis] if size is None else size
 
 
+def fit_axis(x: Any, axis: int, size: Any, *, pad: int, fill: int) -> Any:
+    """``x`` with ``pad`` entries of ``fill`` (``False`` in a bool input) appended along
+    ``axis``, then cut to its first ``size`` entries (an int or a run-time scalar): inputs of
+    run-time size made to agree (:mod:`xrisk._run_time_sizes`), values and gradients exact."""
+    shape = tuple(pad if a == axis else axis_size(x, a) for a in range(len(x.shape)))
+    padding = tf.zeros(shape, dtype=x.dtype)
+    if fill and x.dtype != tf.bool:
+        padding = padding + fill
+    cut = (slice(None),) * axis + (slice(None, size),)
+    return tf.concat([x, padding], axis=axis)[cut]
+
+
 def inspectable(x: Any) -> bool:
     """Eager tensors on the CPU (inside ``tf.function`` values are symbolic)."""
-    if not tf.executing_eagerly():
-        return False
-    return "GPU" not in (getattr(x, "device", "") or "")
+    return tf.executing_eagerly() and "GPU" not in (getattr(x, "device", "") or "")
 
 
 def to_numpy(x: Any) -> np.ndarray:

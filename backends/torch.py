@@ -13,7 +13,8 @@ from . import register_array_types
 
 __all__ = [
     "name", "namespace", "has_autodiff", "index_dtype", "stop_gradient", "write_rows", "device",
-    "inspectable", "to_numpy", "assert_all", "axis_size", "segment_sum", "segment_max",
+    "inspectable", "to_numpy", "assert_all", "axis_size", "fit_axis", "segment_sum",
+    "segment_max",
 ]
 
 name = "torch"
@@ -88,6 +89,10 @@ def device(x: Any) -> Any:
 def axis_size(x: Any, axis: int) -> Any:
     """The size of axis ``axis``: an int (a symbolic int under ``torch.compile``)."""
     return x.shape[axis]
+
+
+#: Sizes are always static here: nothing to make agree at run time (TensorFlow's hook).
+fit_axis = None
 
 
 def inspectable(x: Any) -> bool:

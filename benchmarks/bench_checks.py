@@ -7,12 +7,17 @@
    ``--baseline FILE`` times another version's ``check_inputs`` in the same run, alternately.
 2. ``jax``: one ``xrisk.jax.StatefulLoss`` call at 1e3 and 1e7 rows against a hand-jitted
    step with the state donated. The wrapper must cost O(batch), not O(num_samples).
+3. ``families``: ``check_inputs`` alone, in µs per call, on the batch each registered loss
+   meets in its torch eager training step (benchmarks/_families.py, batch 64): the Python
+   cost of the checks per family, a repeated signature (the steady state of training).
+   With ``--baseline`` the other version is timed on the same calls, interleaved.
 
 ::
 
-    python benchmarks/bench_checks.py                 # both
+    python benchmarks/bench_checks.py                 # torch and jax
     git show HEAD:xrisk_core/_validation.py > /tmp/old_validation.py
     python benchmarks/bench_checks.py --only torch --baseline /tmp/old_validation.py
+    python benchmarks/bench_checks.py --only families --baseline /tmp/old_validation.py
 
 Each figure is the median over ``--repeats`` runs of ``--steps`` steps, after a warm-up.
 """
@@ -23,6 +28,7 @@ import argparse
 import os
 import statistics
 import time
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
@@ -146,9 +152,60 @@ def bench_jax(steps: int, repeats: int) -> dict[str, float]:
     return out
 
 
+def bench_families(repeats: int, baseline: str | None, batch_size: int = 64,
+                   calls: int = 200) -> dict[str, dict[str, float]]:
+    """Median µs per ``check_inputs`` call per family (and per version, interleaved ABBA
+    over ``repeats`` rounds of ``calls`` calls), on the arguments the family's training step
+    passes (recorded from one step)."""
+    import warnings
+
+    import torch
+    from _families import FAMILIES
+    from _timing import interleaved
+
+    from xrisk import _validation
+
+    torch.set_num_threads(1)
+    versions = {"current": _validation.check_inputs}
+    if baseline:
+        versions["baseline"] = _load_baseline(baseline)
+    out: dict[str, dict[str, float]] = {}
+    for family in FAMILIES:
+        built = family.build("xrisk", batch_size)
+        recorded: list[tuple[Any, ...]] = []
+
+        def record(definition, backend, bound, *, xp, _recorded=recorded):
+            _recorded.append((definition, backend, dict(bound), xp))
+            return versions["current"](definition, backend, bound, xp=xp)
+
+        _validation.check_inputs = record
+        try:
+            built.step(built.batches[0])
+        finally:
+            _validation.check_inputs = versions["current"]
+
+        def runner(check, args_list=recorded):
+            def run() -> float:
+                start = time.perf_counter()
+                for _ in range(calls):
+                    for definition, backend, bound, xp in args_list:
+                        check(definition, backend, dict(bound), xp=xp)
+                return (time.perf_counter() - start) / calls * 1e6
+            return run
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an interval warning is given once, not timed
+            runs = {name: runner(check) for name, check in versions.items()}
+            for warm_up in runs.values():
+                warm_up()  # warm-up: the signature's plan is made here
+            times = interleaved(runs, repeats)
+        out[family.name] = {name: statistics.median(values) for name, values in times.items()}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("torch", "jax"), default=None)
+    parser.add_argument("--only", choices=("torch", "jax", "families"), default=None)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", default=None,
@@ -166,6 +223,18 @@ def main() -> None:
     if args.only in (None, "jax"):
         for label, value in bench_jax(args.steps, args.repeats).items():
             print(f"jax {label}: {value:.1f} us/step")
+    if args.only == "families":
+        import torch  # noqa: F401  (before TensorFlow/JAX, see tests/conftest.py)
+        from _timing import machine_load
+        result = bench_families(args.repeats, args.baseline)
+        print(f"check_inputs per call, torch eager, batch 64, 1 thread ({machine_load()}):")
+        names = list(next(iter(result.values())))
+        print(f"  {'family':26s}" + "".join(f"{name:>10s}" for name in names)
+              + ("     ratio" if len(names) == 2 else ""))
+        for family, figures in result.items():
+            ratio = (f"{figures['current'] / figures['baseline']:10.2f}"
+                     if "baseline" in figures else "")
+            print(f"  {family:26s}" + "".join(f"{figures[n]:10.1f}" for n in names) + ratio)
 
 
 if __name__ == "__main__":

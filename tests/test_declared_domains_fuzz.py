@@ -51,7 +51,7 @@ from tests._cases import CASES, NUM_FEATURES
 from tests._frameworks import model_scores, score_names
 from tests._sizes import KEY_SPACES
 from xrisk._domain import COUNT, Domain, Relation, Size
-from xrisk._validation import declared_domain
+from xrisk._value_checks import declared_domain
 
 #: Every registered loss, by name (the registry, read at import: new losses join here).
 LOSSES = sorted(CASES)

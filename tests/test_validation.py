@@ -1,4 +1,4 @@
-"""The shared argument validators of ``xrisk._validation`` and the call sites built on them.
+"""The shared argument validators of ``xrisk._arguments`` and the call sites built on them.
 
 Every message names the received value, the expectation and a "Fix:" sentence; the error
 types are the historic ones (TypeError for a value of the wrong kind where the validator says
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import xrisk
-from xrisk._validation import (
+from xrisk._arguments import (
     check_choice,
     check_count,
     check_fraction,
