@@ -409,3 +409,43 @@ def test_flat_steps_follow_replaced_state_like_the_per_tensor_path(hyper):
             for name, value in each.state[b].items():
                 assert_allclose(flat.state[a][name].numpy(), value.numpy(), rtol=1e-14,
                                 atol=1e-15, err_msg=f"{name} after step {step}")
+
+
+# --------------------------------------------------------------------------- losses without a mask
+
+_MASKABLE = {
+    "EntLossClassification SCENT": (lambda: xr.EntLossClassification(12), 1),
+    "EntLossClassification SOX": (lambda: xr.EntLossClassification(12, mode="SOX"), 1),
+    "MIDAM softmax": (lambda: xr.MIDAMLoss(mode="softmax", num_samples=12), 1),
+    "MIDAM attention": (lambda: xr.MIDAMLoss(mode="attention", num_samples=12), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MASKABLE))
+def test_a_loss_without_a_mask_applies_none_and_gives_the_same_bits(name):
+    """A batch without ``mask`` runs no masking (no selection over the (batch, instances)
+    scores, fewer operators than the same batch with an all-ones mask) and gives the same
+    loss, gradients and state bit for bit, duplicate indices included."""
+    build, scored = _MASKABLE[name]
+    shape = (10, 5)
+    index = torch.tensor([0, 3, 3, 7, 1, 0, 11, 5, 3, 2])
+    labels = torch.tensor([1, 0, 0, 1, 1, 1, 0, 0, 0, 1])
+    results, counts = [], []
+    for mask in (None, torch.ones(shape, dtype=torch.int64)):
+        loss_fn = build().to(torch.float64)
+        for step in range(2):
+            scores = [(torch.randn(shape, generator=torch.Generator().manual_seed(step + k),
+                                   dtype=torch.float64) * 3).requires_grad_(True)
+                      for k in range(scored)]
+            tail = (index,) if name.startswith("Ent") else (labels, index)
+            with _Ops() as forward:
+                loss = loss_fn(*scores, *tail, mask=mask)
+            grads = torch.autograd.grad(loss, [*scores, *loss_fn.parameters()])
+        counts.append(len(forward.ops))
+        if mask is None:
+            masking = [op for op in forward.ops if op[0] == "where" and shape in op[1]]
+            assert not masking, masking
+        results.append([loss, *grads, *loss_fn.buffers()])
+    for got, want in zip(*results, strict=True):
+        assert got.dtype == want.dtype and torch.equal(got, want), name
+    assert counts[0] < counts[1], counts

@@ -85,7 +85,7 @@ class KeyGroups(NamedTuple):
         """Per position, the mean of ``values`` (B,) or (B, C) over its group's kept
         members; 0 where the group has none (the count is floored at 1)."""
         xp = self.xp
-        count = xp.clip(self.count, 1, None)
+        count = self.count if self.all_kept else xp.clip(self.count, 1, None)  # all: >= 1
         return self.sum(values) / (count if len(values.shape) == 1
                                    else xp.expand_dims(count, 1))
 
@@ -102,6 +102,9 @@ class KeyGroups(NamedTuple):
         :math:`j` (``values`` (B,)), shifted by the group's maximum (no overflow); the
         position's own value where the group has no kept member."""
         xp = self.xp
+        if self.all_kept:  # every group has its members: nothing to mask, no empty group
+            top = self.max(values, None)
+            return top + xp.log(self.mean(xp.exp(values - top)))
         top = self.max(values, xp.min(values))
         spread = xp.where(self.keep, values - top, xp.zeros_like(values))
         mean = self.mean(xp.exp(spread))

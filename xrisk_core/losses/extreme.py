@@ -176,17 +176,28 @@ class EntLossClassification(LossDefinition):
               ) -> tuple[Array, EntLossClassificationState]:
         xp, stop = step.xp, step.stop
         dtype = logits.dtype
-        mask_f = xp.ones_like(logits) if mask is None else xp.astype(mask, dtype)
-        size = xp.sum(mask_f, axis=1)
-        present = size > 0  # a position without a counted column is left out
-        size = xp.maximum(size, xp.ones_like(size))
         fixed = stop(logits)
-        low = xp.min(fixed)
-        top = xp.max(xp.where(mask_f > 0, fixed, low), axis=1)  # (B,)
-        exponent = xp.where(mask_f > 0, fixed - xp.expand_dims(top, 1), xp.zeros_like(fixed))
-        total = xp.sum(xp.exp(exponent) * mask_f, axis=1) / size  # in [1 / size, 1] if present
-        ones = xp.ones_like(total)
-        log_m = top + xp.log(xp.where(present, total, ones))  # (B,); no log 0 when absent
+        present: Array | None = None  # None: every position has a counted column
+        mask_f: Array = None
+        if mask is None:  # every column counted: no mask to apply (the same numbers)
+            top = xp.max(fixed, axis=1)  # (B,)
+            width = logits.shape[1]  # None: known only at run time (TensorFlow)
+            size = (xp.sum(xp.ones_like(fixed), axis=1) if width is None
+                    else xp.full_like(top, float(width)))
+            total = xp.sum(xp.exp(fixed - xp.expand_dims(top, 1)), axis=1) / size
+            log_m = top + xp.log(total)  # (B,); total >= 1 / size
+        else:
+            mask_f = xp.astype(mask, dtype)
+            size = xp.sum(mask_f, axis=1)
+            present = size > 0  # a position without a counted column is left out
+            size = xp.maximum(size, xp.ones_like(size))
+            low = xp.min(fixed)
+            top = xp.max(xp.where(mask_f > 0, fixed, low), axis=1)  # (B,)
+            exponent = xp.where(mask_f > 0, fixed - xp.expand_dims(top, 1),
+                                xp.zeros_like(fixed))
+            total = xp.sum(xp.exp(exponent) * mask_f, axis=1) / size  # in [1 / size, 1]
+            ones = xp.ones_like(total)
+            log_m = top + xp.log(xp.where(present, total, ones))  # no log 0 when absent
 
         # Duplicates: the mean of m over the positions of one index, in log space. Positions
         # without a counted column join the first present position's group (its row, its
@@ -201,19 +212,24 @@ class EntLossClassification(LossDefinition):
         moved = self._update(xp, nu_old, pooled, xp.astype(state.smoothing, dtype))
         nu_new = xp.where(seen, moved, pooled)
         new = xp.stack([nu_new, xp.ones_like(nu_new)], axis=1)
-        # A batch without a present position writes back what it read.
-        new = xp.where(xp.expand_dims(groups.count > 0, 1), new, old)
+        if present is not None:  # a batch without a present position writes back its rows
+            new = xp.where(xp.expand_dims(groups.count > 0, 1), new, old)
         table = step.write_rows(state.nu, rows, new, equal_duplicates=True)
 
         stored = new if new.dtype == state.nu.dtype else xp.astype(
             xp.astype(new, state.nu.dtype), dtype)
-        nu = xp.where(present, stored[:, 0], xp.zeros_like(nu_new))
         # l - nu: nu >= log m - log(1 / gamma) for SOX and log m at a first visit, so the
         # exponents stay bounded however large the logits are.
-        weights = xp.where(mask_f > 0, logits - xp.expand_dims(stop(nu), 1),
-                           xp.zeros_like(logits))
-        per_sample = xp.sum(xp.exp(weights) * mask_f, axis=1) / size
-        loss = xp.sum(per_sample * xp.astype(present, dtype)) / axis_size(index, dtype=dtype)
+        if present is None:
+            per_sample = xp.sum(xp.exp(logits - xp.expand_dims(stop(stored[:, 0]), 1)),
+                                axis=1) / size
+        else:
+            nu = xp.where(present, stored[:, 0], xp.zeros_like(nu_new))
+            weights = xp.where(mask_f > 0, logits - xp.expand_dims(stop(nu), 1),
+                               xp.zeros_like(logits))
+            per_sample = xp.sum(xp.exp(weights) * mask_f, axis=1) / size
+            per_sample = per_sample * xp.astype(present, dtype)
+        loss = xp.sum(per_sample) / axis_size(index, dtype=dtype)
         return loss, EntLossClassificationState(nu=table, smoothing=_fresh(state.smoothing))
 
     def _update(self, xp: Any, nu: Array, log_m: Array, gamma: Array) -> Array:
@@ -232,7 +248,7 @@ class EntLossClassification(LossDefinition):
 
 def _softplus(xp: Any, x: Array) -> Array:
     """log(1 + e^x) without overflow."""
-    return xp.maximum(x, xp.zeros_like(x)) + xp.log1p(xp.exp(-xp.maximum(x, -x)))
+    return xp.clip(x, 0, None) + xp.log1p(xp.exp(-xp.maximum(x, -x)))
 
 
 def _logaddexp(xp: Any, x: Array, y: Array) -> Array:

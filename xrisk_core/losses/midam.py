@@ -58,9 +58,11 @@ __all__ = [
 class _Bags(NamedTuple):
     """The bags of one batch: which positions count and their positions grouped by bag."""
 
-    mask: Array  #: (B, K) 1.0 where an instance is present
+    #: (B, K) 1.0 where an instance is present; ``None`` without a mask (all present)
+    mask: Array | None
     size: Array  #: (B,) instances per position, floored at 1
-    present: Array  #: (B,) bool: the position holds at least one instance
+    #: (B,) bool: the position holds at least one instance; ``None`` without a mask (all do)
+    present: Array | None
     #: positions by bag index, pooling the present ones (:func:`xrisk._grouping.group_keys`);
     #: ``rows`` (B,) to read and write, absent positions pointed at the first present one's
     groups: KeyGroups
@@ -121,11 +123,19 @@ class _MIDAMBase(LossDefinition):
 
     def _bags(self, step: Step, index: Array, mask: Array | None, like: Array) -> _Bags:
         xp = step.xp
-        mask_f = xp.ones_like(like) if mask is None else xp.astype(mask, like.dtype)
+        host = step.host.get("index")
+        if mask is None:  # every instance present: no mask to apply (the same numbers)
+            width = like.shape[1]  # None: known only at run time (TensorFlow)
+            size = (xp.sum(xp.ones_like(like), axis=1) if width is None
+                    else xp.full_like(like[:, 0], float(width)))
+            groups = group_keys(index, None, backend=step.backend, xp=xp, dtype=like.dtype,
+                                host=host)
+            return _Bags(None, size, None, groups)
+        mask_f = xp.astype(mask, like.dtype)
         size = xp.sum(mask_f, axis=1)
         present = size > 0
         groups = group_keys(index, present, backend=step.backend, xp=xp, dtype=like.dtype,
-                            host=step.host.get("index"))
+                            host=host)
         return _Bags(mask_f, xp.maximum(size, xp.ones_like(size)), present, groups)
 
     @staticmethod
@@ -136,7 +146,9 @@ class _MIDAMBase(LossDefinition):
         present position's row and its bag's pooled values, so their new row is that
         position's: the rows of one bag are equal by construction."""
         xp = step.xp
-        rows = xp.where(xp.expand_dims(bags.groups.count > 0, 1), new, old)
+        rows = new
+        if bags.present is not None:  # without a mask every group has a member
+            rows = xp.where(xp.expand_dims(bags.groups.count > 0, 1), new, old)
         stored = rows if rows.dtype == table.dtype else xp.astype(
             xp.astype(rows, table.dtype), rows.dtype)
         return (step.write_rows(table, bags.groups.rows, rows, equal_duplicates=True),
@@ -150,18 +162,23 @@ class _MIDAMBase(LossDefinition):
         estimate of :math:`\nabla h_i`) gives the MIDAM gradient."""
         xp, stop = step.xp, step.stop
         a, b, alpha = params
-        present = xp.astype(bags.present, h.dtype)
-        positive = xp.astype(labels, h.dtype) * present
-        negative = present - positive
-        n_pos = xp.maximum(xp.sum(positive), xp.ones_like(h[0]))
-        n_neg = xp.maximum(xp.sum(negative), xp.ones_like(h[0]))
+        if bags.present is None:  # every position present: the same numbers, unmasked
+            positive = xp.astype(labels, h.dtype)
+            negative = 1 - positive
+        else:
+            present = xp.astype(bags.present, h.dtype)
+            positive = xp.astype(labels, h.dtype) * present
+            negative = present - positive
+        n_pos = xp.clip(xp.sum(positive), 1, None)  # counts: at least 1
+        n_neg = xp.clip(xp.sum(negative), 1, None)
         mean_pos = xp.sum(positive * h) / n_pos
         mean_neg = xp.sum(negative * h) / n_neg
-        value = (xp.sum(positive * (h - a) ** 2) / n_pos
-                 + xp.sum(negative * (h - b) ** 2) / n_neg
+        from_a, from_b = h - a, h - b
+        value = (xp.sum(positive * from_a ** 2) / n_pos
+                 + xp.sum(negative * from_b ** 2) / n_neg
                  + 2 * alpha * (self.margin + mean_neg - mean_pos) - alpha * alpha)
-        weights = stop(positive * (2 * (h - a) - 2 * alpha) / n_pos
-                       + negative * (2 * (h - b) + 2 * alpha) / n_neg)
+        weights = stop(positive * (2 * from_a - 2 * alpha) / n_pos
+                       + negative * (2 * from_b + 2 * alpha) / n_neg)
         return value + xp.sum(weights * (q - stop(q)))
 
 
@@ -184,12 +201,25 @@ def _shift_rows(xp: Any, old_tilde: Array, old_shift: Array, largest: Array, gam
     return shift, decay
 
 
-def _masked_exp_mean(xp: Any, z: Array, shift: Array, mask: Array, size: Array,
+def _bag_max(xp: Any, z: Array, mask: Array | None) -> tuple[Array, Any]:
+    """``(largest, low)``: per row (B,) the largest ``z`` over the present instances, and a
+    finite value below every ``z`` (the fill of a row without any; ``None`` without a mask,
+    where every row has instances)."""
+    if mask is None:
+        return xp.max(z, axis=1), None
+    low = xp.min(z)
+    return xp.max(xp.where(mask > 0, z, low), axis=1), low
+
+
+def _masked_exp_mean(xp: Any, z: Array, shift: Array, mask: Array | None, size: Array,
                      weights: Array | None = None) -> Array:
     """``sum_k mask * exp(z - shift) [* weights] / size`` per row (B,), no exp of a masked
-    entry (its value may be anything finite)."""
-    exponent = xp.where(mask > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
-    terms = xp.exp(exponent) * mask
+    entry (its value may be anything finite); ``mask=None``: every entry counts."""
+    if mask is None:
+        terms = xp.exp(z - xp.expand_dims(shift, 1))
+    else:
+        exponent = xp.where(mask > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
+        terms = xp.exp(exponent) * mask
     if weights is not None:
         terms = terms * weights
     return xp.sum(terms, axis=1) / size
@@ -315,9 +345,7 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
         bags = self._bags(step, index, mask, scores)
         gamma = xp.astype(state.smoothing, dtype)
         z = stop(scores) / self.tau
-        low = xp.min(z)  # a finite fill below every instance's z
-        largest = xp.max(xp.where(bags.mask > 0, z, low), axis=1)
-        largest = bags.groups.max(largest, low)
+        largest = bags.groups.max(*_bag_max(xp, z, bags.mask))
         old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 2)
         shift, decay = _shift_rows(xp, old[:, 0], old[:, 1], largest, gamma)
         fresh = bags.groups.mean(_masked_exp_mean(xp, z, shift, bags.mask, bags.size))
@@ -325,9 +353,13 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
         table, stored = self._write(step, state.s, bags, new, old)
 
         # log s at present bags (s~ > 0 there); 0 elsewhere, so nothing takes log 0.
-        tilde = xp.where(bags.present & (stored[:, 0] > 0), stored[:, 0],
-                         xp.ones_like(stored[:, 0]))
-        log_s = xp.log(tilde) + xp.where(bags.present, stored[:, 1], xp.zeros_like(tilde))
+        if bags.present is None:
+            tilde = xp.where(stored[:, 0] > 0, stored[:, 0], xp.ones_like(stored[:, 0]))
+            log_s = xp.log(tilde) + stored[:, 1]
+        else:
+            tilde = xp.where(bags.present & (stored[:, 0] > 0), stored[:, 0],
+                             xp.ones_like(stored[:, 0]))
+            log_s = xp.log(tilde) + xp.where(bags.present, stored[:, 1], xp.zeros_like(tilde))
         h = self.tau * log_s
         # q_i = tau * s^_i / s_i, differentiable in the scores; every exponent is bounded
         # above by log(K * duplicates / gamma), since c >= each phi / tau of the bag.
@@ -444,9 +476,7 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
         bags = self._bags(step, index, mask, scores)
         gamma = xp.astype(state.smoothing, dtype)
         omega, phi = stop(attention), stop(scores)
-        low = xp.min(omega)
-        largest = xp.max(xp.where(bags.mask > 0, omega, low), axis=1)
-        largest = bags.groups.max(largest, low)
+        largest = bags.groups.max(*_bag_max(xp, omega, bags.mask))
         old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 3)
         # The shift follows the denominator d (> 0); |n| <= max|phi| d, so n stays bounded too.
         shift, decay = _shift_rows(xp, old[:, 1], old[:, 2], largest, gamma)
@@ -457,7 +487,7 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
                         decay * old[:, 1] + gamma * fresh_d, shift], axis=1)
         table, stored = self._write(step, state.s, bags, new, old)
 
-        valid = bags.present & (stored[:, 1] > 0)
+        valid = stored[:, 1] > 0 if bags.present is None else bags.present & (stored[:, 1] > 0)
         d_tilde = xp.where(valid, stored[:, 1], xp.ones_like(stored[:, 1]))
         n_tilde = xp.where(valid, stored[:, 0], xp.zeros_like(stored[:, 0]))
         shift = xp.where(valid, stored[:, 2], xp.zeros_like(d_tilde))
