@@ -21,6 +21,7 @@ import xrisk
 from xrisk import LossDefinition
 from xrisk.adapter_api import (
     LossContainer,
+    calls_through,
     checked_state_arrays,
     compose_doc,
     definition_attribute,
@@ -66,6 +67,9 @@ class XRiskLoss(LossContainer, tf.Module):
     def __init__(self, definition: LossDefinition, *, dtype: DType = None,
                  device: Device = None) -> None:
         super().__init__(name=definition.name)
+        # The user's line -> the do_not_convert wrapper -> __call__ -> definition.apply: an
+        # InputWarning about a batch names the user's line (xrisk.adapter_api.calls_through).
+        calls_through(definition, 3)
         self.definition = definition
         float_dtype = tf.as_dtype(tf.keras.backend.floatx() if dtype is None
                                   else dtype_name(definition.name, dtype))
