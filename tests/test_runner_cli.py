@@ -74,7 +74,8 @@ def test_report_figures_exist_and_open(compared):
     report = (compared / "report.md").read_text()
     paths = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
     assert sorted(paths) == sorted(f"figures/{name}.png" for name in
-                                   ("learning_curves", "roc", "pr", "comparison"))
+                                   ("learning_curves", "convergence", "roc", "pr",
+                                    "comparison"))
     for path in paths:
         with Image.open(compared / path) as image:
             image.verify()
@@ -203,3 +204,32 @@ def test_the_ablation_rows_change_what_they_name():
     sizes = claim_recipes("batch_size", ["seeds=1"])
     assert sorted({r.sampler.batch_size for r in sizes.values()}) == [16, 32, 64, 128]
     assert all(r.seeds == (0,) and r.data.name == "digits" for r in sizes.values())
+
+
+def test_the_contrastive_multilabel_and_convergence_claims_run_what_they_name():
+    from xrisk.runner.api import claim_recipes
+
+    contrastive = claim_recipes("contrastive")
+    assert {label: (r.loss.name, r.sampler.batch_size, r.optimizer.options["learning_rate"])
+            for label, r in contrastive.items()} == {
+        f"torch-{m}-batch{b}": (loss, b, rate) for b, rate in ((16, 0.3), (128, 0.85))
+        for m, loss in (("sogclr", "GlobalContrastiveLoss"), ("infonce", "InfoNCELoss"))}
+    multilabel = claim_recipes("multilabel")
+    assert {r.task for r in multilabel.values()} == {"multilabel"}
+    convergence = claim_recipes("convergence")
+    assert all(r.evaluation.train_metrics and r.metric == "ap"
+               and not r.evaluation.early_stopping and r.schedule.warmup_epochs == 0
+               for r in convergence.values())
+
+
+def test_train_metrics_give_the_convergence_curves(tmp_path):
+    from PIL import Image
+
+    assert main(["train", "breast_cancer_auroc", "--out", str(tmp_path), "--quiet", "--epochs",
+                 "2", "--set", "data.limit=120", "--set", "evaluation.train_metrics=true",
+                 "--set", "schedule.warmup_epochs=0"]) == 0
+    rows = [json.loads(line) for line in
+            (tmp_path / "torch-pesg" / "seed-0" / "metrics.jsonl").read_text().splitlines()]
+    assert all({"train_auroc", "train_ap", "val_auroc"} <= set(row) for row in rows)
+    with Image.open(tmp_path / "figures" / "convergence.png") as image:
+        image.verify()

@@ -127,6 +127,7 @@ def test_probes_score_separable_features():
     ({"loss": {"options": {"gamma_schedule": "cosine", "gamma_decay_epochs": 3}}},
      "gamma_schedule"),
     ({"loss": {"scale": 0}}, "loss.scale: received 0"),
+    ({"evaluation": {"train_metrics": True}}, "evaluation.train_metrics: received True"),
 ])
 def test_a_bad_contrastive_recipe_names_the_field_and_the_fix(change, message):
     with pytest.raises(RecipeError, match=message) as caught:

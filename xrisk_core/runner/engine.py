@@ -311,7 +311,8 @@ class Task(Protocol):
         """What ``session.epoch`` trains on this epoch (the sampler's epoch is set)."""
 
     def evaluate(self, split: str) -> dict[str, float]:
-        """The metrics of the current model on ``"val"`` or ``"test"``."""
+        """The metrics of the current model on ``"val"`` or ``"test"`` (binary and
+        multi-label tasks: also ``"train"``)."""
 
     def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
         """Test and validation metrics of the current (selected) model, and the arrays of
@@ -461,6 +462,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
         validation = task.evaluate("val")
         row.update({f"val_{k}": v for k, v in validation.items()})
         row.update({f"test_{k}": v for k, v in task.evaluate("test").items()})
+        if recipe.evaluation.train_metrics:  # convergence: the objective's own split
+            row.update({f"train_{k}": v for k, v in task.evaluate("train").items()})
         history.append(row)
         watched = validation.get(target)
         best, best_weights, stopped_early = track_best(recipe, epoch, watched, phase is main,

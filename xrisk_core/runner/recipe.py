@@ -255,7 +255,11 @@ class ScheduleSection(_Section):
 
 
 class EvaluationSection(_Section):
-    """Metrics on the validation and test splits; early stopping on ``target``."""
+    """Metrics on the validation and test splits; early stopping on ``target``.
+
+    ``train_metrics``: also score the training split each epoch (``train_<metric>`` columns:
+    the convergence curves of the report); binary and multi-label runs.
+    """
 
     metrics: tuple[str, ...] = ("auroc", "ap")
     target: str | None = None
@@ -263,6 +267,7 @@ class EvaluationSection(_Section):
     min_tpr: float = Field(0.7, ge=0, lt=1)
     early_stopping: bool = True
     patience: int = Field(5, ge=1)
+    train_metrics: bool = False
 
     @field_validator("metrics")
     @classmethod
@@ -378,6 +383,9 @@ class Recipe(_Section):
                 f"{self.data.imratio!r} for a multilabel task; expected an mlp over the "
                 "fingerprints and no imratio (each label keeps its own ratio). Fix: set "
                 "model.name: mlp and remove data.imratio.")
+        if self.evaluation.train_metrics and kind in ("ranking", "contrastive"):
+            raise ValueError(f"evaluation.train_metrics: received True for a {kind} task; it "
+                             "applies to binary and multilabel runs. Fix: remove it.")
         if kind == "contrastive":
             self._contrastive_fits()
         elif self.views:

@@ -3,6 +3,8 @@ versions and wall time.
 
 Figures (matplotlib, Agg backend, PNG): ``learning_curves.png`` (the validation target
 metric per epoch, mean ± std band over seeds, one line per framework x method),
+``convergence.png`` (the training loss per epoch and, with ``evaluation.train_metrics``, the
+target metric on the training split),
 ``roc.png`` and ``pr.png`` (test ROC and precision-recall curves of the selected models,
 first seed), ``comparison.png`` (test metrics, mean ± std, per method).
 """
@@ -65,6 +67,24 @@ def summary_table(runs: dict[str, list[dict[str, Any]]]) -> tuple[list[str], lis
     return header, rows
 
 
+def _band(ax: Any, label: str, key: str, seeds: list[dict[str, Any]]) -> None:
+    """Plot ``key`` of the seeds' histories per epoch: the mean, a ± std band."""
+    curves = [[row.get(key, np.nan) for row in s["history"]] for s in seeds]
+    length = max(len(c) for c in curves)  # early-stopped seeds end sooner
+    table = np.full((len(curves), length), np.nan)
+    for i, curve in enumerate(curves):
+        table[i, : len(curve)] = curve
+    counts = np.sum(~np.isnan(table), axis=0)
+    if not counts.any():
+        return
+    mean = np.nanmean(table, axis=0)
+    std = np.array([np.nanstd(col, ddof=1) if n > 1 else 0.0
+                    for col, n in zip(table.T, counts)])
+    epochs = np.arange(1, length + 1)
+    ax.plot(epochs, mean, label=f"{label} ({key})")
+    ax.fill_between(epochs, mean - std, mean + std, alpha=0.2)
+
+
 def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
     import matplotlib
 
@@ -79,18 +99,7 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, seeds in runs.items():
         key = f"val_{seeds[0]['result']['metric']}"
-        curves = [[row.get(key, np.nan) for row in s["history"]] for s in seeds]
-        length = max(len(c) for c in curves)  # early-stopped seeds end sooner
-        table = np.full((len(curves), length), np.nan)
-        for i, curve in enumerate(curves):
-            table[i, : len(curve)] = curve
-        counts = np.sum(~np.isnan(table), axis=0)
-        mean = np.nanmean(table, axis=0)
-        std = np.array([np.nanstd(col, ddof=1) if n > 1 else 0.0
-                        for col, n in zip(table.T, counts)])
-        epochs = np.arange(1, length + 1)
-        ax.plot(epochs, mean, label=f"{label} ({key})")
-        ax.fill_between(epochs, mean - std, mean + std, alpha=0.2)
+        _band(ax, label, key, seeds)
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation metric")
     ax.set_title("Learning curves (mean ± std over seeds)")
@@ -99,6 +108,29 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     fig.savefig(folder / "learning_curves.png", dpi=100)
     plt.close(fig)
     made.append(("Learning curves", "figures/learning_curves.png"))
+
+    # convergence: the training loss and (with evaluation.train_metrics) the target metric on
+    # the training split, per epoch
+    trained = any(f"train_{s['result']['metric']}" in s["history"][0]
+                  for seeds in runs.values() for s in seeds if s["history"])
+    fig, axes = plt.subplots(1, 2 if trained else 1, figsize=(11 if trained else 6, 4),
+                             squeeze=False)
+    for label, seeds in runs.items():
+        _band(axes[0, 0], label, "loss", seeds)
+        if trained:
+            _band(axes[0, 1], label, f"train_{seeds[0]['result']['metric']}", seeds)
+    axes[0, 0].set_ylabel("training loss (epoch mean; surrogates can be negative)")
+    axes[0, 0].set_title("Training loss (mean ± std over seeds)", fontsize=9)
+    if trained:
+        axes[0, 1].set_ylabel("target metric on the training split")
+        axes[0, 1].set_title("Training-split metric (mean ± std over seeds)", fontsize=9)
+    for ax in axes[0]:
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "convergence.png", dpi=100)
+    plt.close(fig)
+    made.append(("Convergence", "figures/convergence.png"))
 
     scored = {label: seeds for label, seeds in runs.items()  # contrastive runs: features
               if "test_logits" in seeds[0]["predictions"]}
