@@ -9,6 +9,7 @@ threads::
 
     python benchmarks/bench_optim_step.py
     python benchmarks/bench_optim_step.py --all --large --threads 1
+    python benchmarks/bench_optim_step.py --threads 1 --clock cpu  # on a loaded machine
 
 The three optimizers of a row run in alternation (round 1 of each, then round 2, ...) on three
 copies of the model; the ratios are medians over the rounds of the paired ratios (xrisk /
@@ -178,21 +179,23 @@ def transient_bytes(step: Callable[[], Any]) -> int:
     return rss("VmHWM:") - before
 
 
-def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
-    """Seconds per step of each optimizer in each round (alternating, after a warm-up)."""
+def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int,
+                clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """Seconds per step of each optimizer in each round (alternating, after a warm-up), by
+    ``clock`` (wall time, or the thread's CPU time: see ``--clock``)."""
     for step in steps.values():
         step()
         step()
-    start = time.perf_counter()
+    start = clock()
     steps["torch"]()
-    per_round = max(1, min(20, round(0.05 / max(time.perf_counter() - start, 1e-6))))
+    per_round = max(1, min(20, round(0.05 / max(clock() - start, 1e-6))))
     times: dict[str, list[float]] = {k: [] for k in steps}
     for _ in range(repeats):
         for key, step in steps.items():
-            start = time.perf_counter()
+            start = clock()
             for _ in range(per_round):
                 step()
-            times[key].append((time.perf_counter() - start) / per_round)
+            times[key].append((clock() - start) / per_round)
     return times
 
 
@@ -312,6 +315,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated row labels to run")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--no-libauc", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time, or the CPU time of the timing thread (steadier on a "
+                             "machine shared with other jobs; one thread only)")
     parser.add_argument("--frameworks", default="torch",
                         help="comma-separated among torch,jax,tensorflow (JAX: xrisk's optax "
                              "transformation against optax.adam/sgd under jit; tensorflow: "
@@ -322,6 +328,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"--frameworks: got {unknown}; expected names from torch,jax,tensorflow")
     args.threads = [int(t) for t in args.threads.split(",")]
+    if args.clock == "cpu" and (any(t != 1 for t in args.threads)
+                                or set(args.frameworks) != {"torch"}):
+        parser.error(f"--clock cpu with --threads {','.join(map(str, args.threads))} and "
+                     f"--frameworks {','.join(args.frameworks)}: the CPU time of the timing "
+                     "thread misses the work of the others. Fix: --clock cpu --threads 1 "
+                     "--frameworks torch, or --clock wall.")
     args.sizes = [int(float(n)) for n in args.sizes.split(",")] + ([LARGE] if args.large else [])
     args.models = [m.strip() for m in args.models.split(",")]
     only = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -341,9 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             from _libauc_shim import MISSING_MESSAGE
             print(MISSING_MESSAGE)
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     with open("/proc/loadavg") as load:
         print(f"load average: {load.read().strip()}; torch {torch.__version__}")
-    print(f"optimizer.step(), float32, fixed random gradients; median of {args.repeats} "
+    print(f"optimizer.step(), float32, fixed random gradients, {args.clock} clock; median of "
+          f"{args.repeats} "
           f"alternating rounds; targets: xrisk <= {TORCH_TARGET}x torch.optim (foreach), "
           f"<= {LIBAUC_TARGET}x LibAUC, transient memory <= torch.optim's + {MEMORY_SLACK}x")
     header = (f"{'thr':>3} {'model':<5} {'params':>7} {'optimizer':<11} {'xrisk ms':>9} "
@@ -363,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 count = sum(p.numel() for p in model_fn().parameters())
                 for case in args.cases:
                     steps = build(case, model_fn, libauc)
-                    times = time_rounds(steps, args.repeats)
+                    times = time_rounds(steps, args.repeats, clock)
                     memory = {k: transient_bytes(steps[k]) / (4 * count)
                               for k in ("xrisk", "torch")}
                     del steps
