@@ -449,3 +449,25 @@ def test_a_loss_without_a_mask_applies_none_and_gives_the_same_bits(name):
     for got, want in zip(*results, strict=True):
         assert got.dtype == want.dtype and torch.equal(got, want), name
     assert counts[0] < counts[1], counts
+
+
+def test_listwise_ce_without_a_mask_selects_nothing_and_gives_the_same_bits():
+    """ListwiseCE without ``mask``: no selection over the (queries x positives, negatives)
+    exponents, and the loss, gradient and state of an all-ones mask bit for bit (repeated
+    interactions included)."""
+    interaction = torch.tensor([[0, 4], [4, 9], [2, 3], [0, 7]])
+    results, exponents = [], (8, 5)  # 4 queries x 2 positives, 7 - 2 negatives
+    for mask in (None, torch.ones(interaction.shape, dtype=torch.int64)):
+        loss_fn = xr.ListwiseCELoss(num_interactions=12, gamma=0.7).to(torch.float64)
+        for step in range(2):
+            scores = torch.randn(4, 7, generator=torch.Generator().manual_seed(step),
+                                 dtype=torch.float64).requires_grad_(True)
+            with _Ops() as forward:
+                loss = loss_fn(scores, interaction, mask=mask)
+            grad, = torch.autograd.grad(loss, scores)
+        if mask is None:
+            masking = [op for op in forward.ops if op[0] == "where" and exponents in op[1]]
+            assert not masking, masking
+        results.append([loss, grad, *loss_fn.buffers()])
+    for got, want in zip(*results, strict=True):
+        assert got.dtype == want.dtype and torch.equal(got, want)

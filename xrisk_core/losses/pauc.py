@@ -56,6 +56,7 @@ class _Pairs(NamedTuple):
     value: Array  #: l(s_i - s_j), differentiable
     fixed: Array  #: the same, stop-gradient (masks, weights and state are built from it)
     mask: Array  #: 1.0 where i is a positive and j a negative, else 0.0
+    on: Array  #: ``mask > 0`` (bool), built once for every selection over the pairs
     positive: Array  #: (B,) 1.0 at positives
     num_pos: Array  #: () max(n+, 1)
     num_neg: Array  #: () max(n-, 1)
@@ -82,9 +83,8 @@ class _PairwiseLoss(BinaryLoss):
         keep = (n_pos > 0) & (n_neg > 0)
         if step.valid is not None:
             keep = keep & step.valid
-        one = xp.ones_like(n_pos)
-        return _Pairs(value, step.stop(value), mask, positive, xp.maximum(n_pos, one),
-                      xp.maximum(n_neg, one), keep)
+        return _Pairs(value, step.stop(value), mask, mask > 0, positive,
+                      xp.clip(n_pos, 1, None), xp.clip(n_neg, 1, None), keep)  # counts
 
     @staticmethod
     def _gather(xp: Any, table: Array, rows: PositiveRows, dtype: Any) -> Array:
@@ -115,7 +115,7 @@ class _PairwiseLoss(BinaryLoss):
     def _mean_over_pairs(xp: Any, weights: Array, pairs: _Pairs) -> Array:
         """sum_ij sg(weights_ij) l_ij / (n+ n-) over the pairs: 0, with a zero gradient,
         without pairs (weights off the pairs are never read, not even as 0 * inf)."""
-        weights = xp.where(pairs.mask > 0, weights, xp.zeros_like(weights))
+        weights = xp.where(pairs.on, weights, xp.zeros_like(weights))
         return xp.sum(weights * pairs.value) / (pairs.num_pos * pairs.num_neg)
 
 
@@ -142,10 +142,10 @@ def _kl_rows(xp: Any, rows: PositiveRows, old: Array, z: Array, pairs: _Pairs,
     \frac1{n_-}\sum_j e^{z_{ij}}`, pooled over the duplicates of a positive; ``old`` (B, 2)
     are the gathered rows, ``z`` (B, B) the detached exponents."""
     low = xp.min(z)  # a finite fill below every pair's z, for the masked maxima
-    largest = xp.max(xp.where(pairs.mask > 0, z, low), axis=1)
+    largest = xp.max(xp.where(pairs.on, z, low), axis=1)
     largest = rows.max(largest, low, xp)
     shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, gamma)
-    exponent = xp.where(pairs.mask > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
+    exponent = xp.where(pairs.on, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
     fresh = xp.sum(xp.exp(exponent) * pairs.mask, axis=1) / pairs.num_neg  # each <= 1
     return xp.stack([carried + gamma * rows.pool(fresh, xp), shift], axis=1)
 
@@ -365,7 +365,7 @@ class pAUC_DRO_Loss(_PairwiseLoss):
         # pairs, whose rows keep their initial 0) it is replaced by 1, so nothing divides by 0.
         tilde = xp.where((pairs.positive > 0) & (stored[:, 0] > 0), stored[:, 0],
                          xp.ones_like(stored[:, 0]))
-        exponent = xp.where(pairs.mask > 0, z - xp.expand_dims(stored[:, 1], 1),
+        exponent = xp.where(pairs.on, z - xp.expand_dims(stored[:, 1], 1),
                             xp.zeros_like(z))  # <= 0 on pairs
         weights = xp.exp(exponent) / xp.expand_dims(tilde, 1)
         return self._mean_over_pairs(xp, weights, pairs), pAUC_DRO_State(u=table)
@@ -501,7 +501,7 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         # log weight = r log u - d - log w~ + (z - c) - log u~: each large pair cancels first.
         outer = v - w_shift - xp.log(w_tilde) - log_tilde
         exponent = xp.expand_dims(outer, 1) + (z - xp.expand_dims(shift, 1))
-        weights = xp.exp(xp.where(pairs.mask > 0, exponent, xp.zeros_like(z)))
+        weights = xp.exp(xp.where(pairs.on, exponent, xp.zeros_like(z)))
         loss = self._mean_over_pairs(xp, weights, pairs)
         return loss, tpAUC_KL_State(u=table, w=w_table)
 

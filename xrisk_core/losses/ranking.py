@@ -217,37 +217,53 @@ class ListwiseCELoss(LossDefinition):
         positives = _check_width(self.name, scores, interaction)
         negatives = int(scores.shape[1]) - positives
         n = queries * positives
-        valid = _mask(xp, mask, interaction, dtype)  # (Q, P)
+        # Without a mask every positive is real: nothing to select (the same numbers).
+        valid = None if mask is None else _mask(xp, mask, interaction, dtype)  # (Q, P)
 
         # d[q, i, j] = h_qj - h_qi over the negatives j: (Q, P, M)
         diff = xp.expand_dims(scores[:, positives:], 1) - xp.expand_dims(scores[:, :positives], 2)
         z = xp.reshape(stop(diff), (n, negatives))
-        keep = xp.reshape(valid, (n,)) > 0
+        keep = None if valid is None else xp.reshape(valid, (n,)) > 0
         groups = _groups(step, "interaction", xp.reshape(interaction, (n,)), keep, dtype)
 
         gathered = xp.take(state.u, groups.rows, axis=0)
         old = in_dtype(gathered, dtype, xp)  # (n, 2)
         row_max = xp.max(z, axis=1)
-        largest = groups.max(row_max, xp.min(row_max))
+        largest = groups.max(row_max, None if keep is None else xp.min(row_max))
         shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, self.gamma)
-        column = xp.expand_dims(keep, 1)
         # <= 0 at kept positions (their group's maximum is in the shift); 0 elsewhere, so no
         # exp overflows into the pooling product.
-        exponent = xp.where(column, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
+        exponent = z - xp.expand_dims(shift, 1)
+        if keep is not None:
+            exponent = xp.where(xp.expand_dims(keep, 1), exponent, xp.zeros_like(z))
         fresh = xp.sum(xp.exp(exponent), axis=1) / negatives
-        moved = xp.expand_dims(groups.count > 0, 1)
-        new = xp.where(moved, xp.stack([carried + self.gamma * groups.mean(fresh), shift],
-                                       axis=1), old)
-        new = step.unmoved_as_gathered(new, gathered, moved)
+        new = xp.stack([carried + self.gamma * groups.mean(fresh), shift], axis=1)
+        if keep is None:  # every group has a kept member: every row moves
+            new = new if new.dtype == gathered.dtype else xp.astype(new, gathered.dtype)
+        else:
+            moved = xp.expand_dims(groups.count > 0, 1)
+            new = step.unmoved_as_gathered(xp.where(moved, new, old), gathered, moved)
         table = step.write_rows(state.u, groups.rows, new, equal_duplicates=True)
 
         stored = in_dtype(new, dtype, xp)  # what the next step reads
-        tilde = xp.where(keep & (stored[:, 0] > 0), stored[:, 0], xp.ones_like(stored[:, 0]))
-        exponent = xp.where(column, z - xp.expand_dims(stored[:, 1], 1), xp.zeros_like(z))
-        weights = xp.where(column, xp.exp(exponent) / xp.expand_dims(tilde, 1),
-                           xp.zeros_like(z))
+        positive = stored[:, 0] > 0
+        tilde = xp.where(positive if keep is None else keep & positive, stored[:, 0],
+                         xp.ones_like(stored[:, 0]))
+        if keep is None:
+            weights = xp.exp(z - xp.expand_dims(stored[:, 1], 1)) / xp.expand_dims(tilde, 1)
+        else:
+            column = xp.expand_dims(keep, 1)
+            exponent = xp.where(column, z - xp.expand_dims(stored[:, 1], 1), xp.zeros_like(z))
+            weights = xp.where(column, xp.exp(exponent) / xp.expand_dims(tilde, 1),
+                               xp.zeros_like(z))
         weights = stop(xp.reshape(weights, (queries, positives, negatives)))
-        loss = xp.sum(weights * diff) / _row_count(xp, valid)
+        total = xp.sum(weights * diff)
+        if valid is not None:
+            loss = total / _row_count(xp, valid)
+        elif isinstance(queries, int) and queries > 0:  # every row has a real positive
+            loss = total / xp.full_like(total, float(queries))
+        else:  # a number of queries known only at run time (TensorFlow)
+            loss = total / _row_count(xp, _mask(xp, None, interaction, dtype))
         return loss, ListwiseCEState(u=table)
 
 
