@@ -389,3 +389,32 @@ def test_lars_steps_a_group_with_foreach_operators():
         assert ops["sum"] == 2 * scaled and ops["mul"] >= 3 * scaled, ops
         counts.append(ops - Counter(sum=2 * scaled, mul=3 * scaled, add_=scaled))
     assert counts[0] == counts[1], counts
+
+
+@pytest.mark.parametrize("name, options", [("SOAP", {"mode": "sgd"}), ("PESG", {}),
+                                           ("LARS", {"learning_rate": 0.1,
+                                                     "weight_decay": 0.01})])
+@pytest.mark.parametrize("tile", [7, 10**6], ids=["sliced", "gathered"])
+def test_channels_last_parameters_train_as_contiguous_ones(name, options, tile, monkeypatch):
+    """Non-contiguous parameters (channels_last convolutions, with gradients of that layout)
+    are read and written in their logical order, sliced by tiles or gathered whole: the same
+    values as the contiguous model, and they keep their layout."""
+    monkeypatch.setattr(xr_optim, "_tile_length", lambda total: tile)
+    runs = []
+    for layout in (torch.contiguous_format, torch.channels_last):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 5, 3), torch.nn.Conv2d(5, 4, 3),
+                                    torch.nn.Linear(4, 2)).double().to(memory_format=layout)
+        params = list(model.parameters())
+        loss = [xr.AUCMLoss()] if name == "PESG" else []
+        opt = getattr(xr, name)(params, *loss, **options)
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(3):
+            for p in params:
+                grad = torch.randn(p.shape, generator=generator, dtype=p.dtype)
+                p.grad = grad.contiguous(memory_format=layout) if p.ndim == 4 else grad
+            opt.step()
+        assert all(p.is_contiguous(memory_format=layout) for p in params if p.ndim == 4)
+        runs.append([p.detach().contiguous() for p in params])
+    for plain, last in zip(*runs, strict=True):
+        assert torch.equal(plain, last)
