@@ -440,14 +440,14 @@ class LossContainer:
     @property
     def state(self) -> Any:
         """The current state as the core's NamedTuple of framework containers."""
-        names = self.definition.state_tables()
-        return self.definition.state_type(*(getattr(self, name) for name in names))
+        kind = self.definition.state_type
+        return kind(*[getattr(self, name) for name in kind._fields])
 
     @property
     def aux_params(self) -> Any:
         """The trainable auxiliaries as the core's NamedTuple of framework containers."""
-        names = self.definition.auxiliaries()
-        return self.definition.params_type(*(getattr(self, name) for name in names))
+        kind = self.definition.params_type
+        return kind(*[getattr(self, name) for name in kind._fields])
 
 
 def definition_attribute(loss: Any, name: str) -> Any:

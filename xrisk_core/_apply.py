@@ -51,6 +51,8 @@ class Plan(NamedTuple):
         The declared inputs, in call order.
     names : tuple of str
         Their names.
+    required : tuple of Input
+        The inputs that may not be omitted.
     scores : tuple of str
         The ``score`` inputs (their dtype decides the compute dtype).
     castable : tuple of str
@@ -66,6 +68,7 @@ class Plan(NamedTuple):
 
     specs: tuple[Input, ...]
     names: tuple[str, ...]
+    required: tuple[Input, ...]
     scores: tuple[str, ...]
     castable: tuple[str, ...]
     ascent: tuple[tuple[str, Auxiliary], ...]
@@ -121,6 +124,7 @@ def plan(definition: LossDefinition) -> Plan:
     built = Plan(
         specs=specs,
         names=tuple(spec.name for spec in specs),
+        required=tuple(spec for spec in specs if not spec.optional),
         scores=tuple(spec.name for spec in specs if spec.kind == "score"),
         castable=tuple(spec.name for spec in specs if spec.kind in ("score", "data")),
         ascent=tuple((name, aux) for name, aux in definition.auxiliaries().items()
@@ -171,9 +175,11 @@ def bind(definition: LossDefinition, args: tuple[Any, ...], kwargs: Mapping[str,
         if name in bound:
             raise TypeError(f"{definition.name}: input {name!r} given twice.")
         bound[name] = value
-    for spec in declared.specs:
-        if bound.get(spec.name) is None and not spec.optional:
+    for spec in declared.required:
+        if bound.get(spec.name) is None:
             raise _validation.missing_input(definition.name, spec)
+    if len(bound) == len(names) and not kwargs:  # every input given in order
+        return bound
     return {name: bound.get(name) for name in names}
 
 
@@ -201,8 +207,12 @@ def apply(definition: LossDefinition, state: Any, *inputs: Array, params: Any = 
     bound = bind(definition, inputs, named)
     _check_containers(definition, state, params)
     present = [value for value in bound.values() if value is not None]
-    names = [name for name, value in bound.items() if value is not None]
-    backend = backend_of(*present, *state, *params, names=(*names, *declared.containers))
+    try:
+        backend = backend_of(*present, *state, *params)
+    except TypeError:  # again with every argument's name, for the error
+        names = [name for name, value in bound.items() if value is not None]
+        backend_of(*present, *state, *params, names=(*names, *declared.containers))
+        raise
     xp = backend.namespace
     checked, valid, empty, host = _validation.check_inputs(definition, backend, bound, xp=xp)
     checked, params = _in_compute_dtype(declared, checked, state, params, xp)
