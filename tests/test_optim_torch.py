@@ -344,9 +344,9 @@ def _layers(count, width=3, dtype=torch.float32):
 
 
 def test_a_group_up_to_small_plan_elements_is_one_tile_on_one_thread(monkeypatch):
-    """On one thread a group of at most SMALL_PLAN elements (all in a core's cache) is one
-    tile, fewer operators than tiles of TILE elements; a larger one is cut into tiles of TILE
-    elements."""
+    """On one thread a group of at most SMALL_PLAN elements (where a second tile buys little
+    cache) is one tile, fewer operators than tiles of TILE elements; a larger one is cut into
+    tiles of TILE elements."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     for width, tiles in ((300, 1), (600, -(-(600 * 601 + 601) // xr_optim.TILE))):
         params = _layers(1, width)
