@@ -200,6 +200,9 @@ def bench_families(repeats: int, baseline: str | None, batch_size: int = 64,
                 warm_up()  # warm-up: the signature's plan is made here
             times = interleaved(runs, repeats)
         out[family.name] = {name: statistics.median(values) for name, values in times.items()}
+        if "baseline" in times:  # each round times both under the same load: paired ratios
+            out[family.name]["ratio"] = statistics.median(
+                a / b for a, b in zip(times["current"], times["baseline"], strict=True))
     return out
 
 
@@ -228,12 +231,11 @@ def main() -> None:
         from _timing import machine_load
         result = bench_families(args.repeats, args.baseline)
         print(f"check_inputs per call, torch eager, batch 64, 1 thread ({machine_load()}):")
-        names = list(next(iter(result.values())))
+        names = [name for name in next(iter(result.values())) if name != "ratio"]
         print(f"  {'family':26s}" + "".join(f"{name:>10s}" for name in names)
-              + ("     ratio" if len(names) == 2 else ""))
+              + ("  ratio (median of rounds)" if len(names) == 2 else ""))
         for family, figures in result.items():
-            ratio = (f"{figures['current'] / figures['baseline']:10.2f}"
-                     if "baseline" in figures else "")
+            ratio = f"{figures['ratio']:10.2f}" if "ratio" in figures else ""
             print(f"  {family:26s}" + "".join(f"{figures[n]:10.1f}" for n in names) + ratio)
 
 

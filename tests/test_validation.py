@@ -222,3 +222,42 @@ def test_declarations_are_computed_once_and_handed_out_as_copies():
     tables.clear()  # a caller's edit of its copy
     assert list(loss.state_tables()) == list(xrisk.pAUC_CVaR_Loss(10).state_tables())
     assert loss.inputs() is loss.inputs()  # tuples are immutable: one object
+
+
+@given(dtype=st.sampled_from([np.float16, np.float32, np.float64]), data=st.data())
+def test_the_one_reduction_interval_proof_is_exact(dtype, data):
+    """The host check of probabilities proves [0, 1] from the largest unsigned view of the
+    floats; it must be true exactly for finite values in [+0, 1] (anything else, -0 included,
+    falls back to the exact min/max check), and a batch of every kind of value gives the same
+    outcome (pass, warn, raise) as the exact rule."""
+    import warnings
+
+    from xrisk._value_checks import _inside_interval
+
+    values = np.asarray(data.draw(st.lists(st.floats(width=np.finfo(dtype).bits,
+                                                     allow_nan=True, allow_infinity=True),
+                                           max_size=8)), dtype=dtype)
+    inside = _inside_interval((0.0, 1.0), values.dtype)
+
+    def exact(v):
+        return bool(np.all((v >= 0) & (v <= 1) & ~np.signbit(v)))
+
+    assert inside(values) == exact(values)
+    one, zero = np.asarray(1, dtype), np.asarray(0, dtype)
+    for edge in (0.0, -0.0, 1.0, np.nextafter(one, 2 * one), np.nextafter(zero, -one),
+                 np.nextafter(zero, one), np.nan, -np.nan, np.inf, -np.inf, 0.5):
+        edge = np.asarray([edge], dtype)
+        assert inside(edge) == exact(edge), edge
+    loss = xrisk.APLoss(20)
+    state = loss.init(xp=np, dtype=np.float64)
+    labels, index = np.arange(values.size) % 2, np.arange(values.size)
+    finite = bool(np.all(np.isfinite(values)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if finite:
+            loss.apply(state, values, labels, index)
+        else:
+            with pytest.raises(ValueError, match="non-finite"):
+                loss.apply(state, values, labels, index)
+    outside = finite and values.size and not bool(np.all((values >= 0) & (values <= 1)))
+    assert len([w for w in caught if issubclass(w.category, xrisk.InputWarning)]) == outside

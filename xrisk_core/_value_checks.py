@@ -71,15 +71,36 @@ def host_check(definition: Any, spec: Any, dtype: np.dtype, spaces: dict[str, in
     """
     owner, interval, domain = definition.name, getattr(spec, "interval", None), spec.domain
     valid = _quick_proof(spec, dtype, spaces)
+    inside = _inside_interval(interval, dtype)
 
     def check(values: np.ndarray, may_warn: bool) -> None:
-        if not (may_warn and interval is not None and values.size
-                and _in_interval(definition, spec, values)) and not valid(values):
+        if inside is not None and inside(values):
+            pass  # finite and inside the interval: the kind's check passes, no warning is due
+        elif not (may_warn and interval is not None and values.size
+                  and _in_interval(definition, spec, values)) and not valid(values):
             _check_kind(owner, spec, values, spaces)  # raises, naming the bad values
         if domain is not None and not domain.admits(values):
             raise _domain_error(owner, spec, values)
 
     return check
+
+
+def _inside_interval(interval: tuple[float, float] | None, dtype: np.dtype,
+                     ) -> Callable[[np.ndarray], bool] | None:
+    """One reduction that proves floats inside ``[0, high]`` (probabilities), or ``None``.
+
+    Read as unsigned integers of the same width, floats >= +0 keep their order, while a set
+    sign bit (negatives, -0), NaN and inf read larger than ``high``'s bits: the largest of
+    the unsigned views is at most ``high``'s exactly when every value is a finite number in
+    [+0, high]. False (a -0, a value outside, NaN): the exact check of :func:`_in_interval`
+    runs, so the outcome is always the exact one.
+    """
+    if interval is None or interval[0] != 0 or not interval[1] > 0 or dtype.kind != "f" \
+            or dtype.itemsize not in _UNSIGNED:
+        return None
+    unsigned = _UNSIGNED[dtype.itemsize]
+    high = np.asarray(interval[1], dtype=dtype).view(unsigned)[()]
+    return lambda values: bool(values.view(unsigned).max(initial=0) <= high)
 
 
 def _quick_proof(spec: Any, dtype: np.dtype, spaces: dict[str, int | None],
