@@ -150,8 +150,8 @@ def test_reproduce_runs_a_claim_and_refuses_an_unknown_one(tmp_path, capsys):
     _, rows = _table((tmp_path / "report.md").read_text())
     assert [row[0] for row in rows] == ["torch-ce", "torch-focal", "torch-soap"]
     assert main(["reproduce", "ndcg", "--out", str(tmp_path)]) == 2
-    assert ("expected one of ['ap', 'auroc', 'batch_size', 'contrastive', 'gamma', 'pauc', "
-            "'ranking', 'sampling']") in capsys.readouterr().err
+    assert ("expected one of ['ap', 'auroc', 'batch_size', 'contrastive', 'convergence', "
+            "'gamma', 'multilabel', 'pauc', 'ranking', 'sampling']") in capsys.readouterr().err
 
 
 def test_reproduce_runs_an_ablation_row_by_row(tmp_path):

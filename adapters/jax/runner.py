@@ -139,6 +139,8 @@ class Session:
         return merge_weights(model, self.carry["bn"])
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        model: Any
+        batch_norm: dict[str, Any]
         if self.kind == "mlp":
             model, batch_norm = mlp_params(weights_layers(weights)), {}
         else:
@@ -261,7 +263,7 @@ class ContrastiveSession:
                  seed: int, size: tuple[int, int]) -> None:
         if dtype == "float64" and not jax.config.read("jax_enable_x64"):
             jax.config.update("jax_enable_x64", True)
-        self.dtype, self.size = dtype, tuple(size)
+        self.dtype, self.size = dtype, (int(size[0]), int(size[1]))
         params, batch_norm = split_weights(weights)
         self.carry: dict[str, Any] = {"params": {"model": params}, "bn": batch_norm}
         self.images = jnp.asarray(images)  # (N, H, W, C)

@@ -221,7 +221,7 @@ class ContrastiveSession:
                  seed: int, size: tuple[int, int]) -> None:
         import keras
 
-        self.dtype, self.size = dtype, tuple(size)
+        self.dtype, self.size = dtype, (int(size[0]), int(size[1]))
         self.model = conv_encoder(weights)
         self.encoder = keras.Model(self.model.input, self.model.get_layer("features").output)
         self.images = tf.constant(images)  # (N, H, W, C)

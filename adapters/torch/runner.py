@@ -223,7 +223,7 @@ class ContrastiveSession:
         from xrisk.backends import get_backend
 
         torch.manual_seed(seed)
-        self.dtype, self.size = dtype, tuple(size)
+        self.dtype, self.size = dtype, (int(size[0]), int(size[1]))
         self.model = conv_encoder(weights)
         self.images = torch.from_numpy(images)  # (N, H, W, C): the views' layout
         self.namespace = get_backend("torch").namespace

@@ -8,7 +8,8 @@
     xrisk tune RECIPE --trials 20 [--out DIR]
     xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking |
                                                           # gamma | sampling | batch_size
-                                                          # | contrastive
+                                                          # | contrastive | multilabel
+                                                          # | convergence
     xrisk report RUN_DIR
     xrisk methods          # the methods, their defaults and search ranges
     xrisk recipes          # the shipped recipes
@@ -60,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
            "each against ce and focal; ranking (SONG, K-SONG against ListwiseCE and BCE on "
            "MovieLens); gamma (SOAP, SOPAs: gamma < 1 against 1), sampling (PESG: "
            "DualSampler rates against the natural ratio), batch_size (SOAP, gamma 0.9 and 1, "
-           "batch 128 to 16); 3 seeds")
+           "batch 128 to 16); contrastive (SogCLR against InfoNCE, batch 16 and 128); "
+           "multilabel (mAP, AUC-M, pAUC against BCE on all Tox21 assays); convergence (SOAP "
+           "against CE and focal, training-split AP per epoch); 3 seeds")
     reproduce.add_argument("--resume", action="store_true")
     report = commands.add_parser("report", help="write report.md and figures of a run folder")
     report.add_argument("run_dir")

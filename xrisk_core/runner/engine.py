@@ -508,7 +508,7 @@ def _finish(recipe: Recipe, seed: int, run_dir: Path, task: Task,
     task.session.set_weights(best_weights)
     test, validation, arrays = task.finish()
     with (run_dir / "predictions.tmp.npz").open("wb") as handle:
-        np.savez(handle, **arrays)
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
     os.replace(run_dir / "predictions.tmp.npz", run_dir / "predictions.npz")
     result = RunResult(run_dir, seed, history, best_epoch, test, validation, seconds,
                        stopped_early)

@@ -43,8 +43,8 @@ def load_multilabel(section: Any, *, seed: int, dtype: str) -> Splits:
     >>> from xrisk.runner.multilabel import load_multilabel
     >>> recipe = parse_recipe({"data": {"name": "tox21", "limit": 200,
     ...                                 "fingerprint_bits": 64}, "method": "ml_soap"})
-    >>> splits = load_multilabel(recipe.data, seed=0, dtype="float32")  # doctest: +SKIP
-    >>> splits.x_train.shape[1], splits.y_train.shape[1]  # doctest: +SKIP
+    >>> splits = load_multilabel(recipe.data, seed=0, dtype="float32")
+    >>> splits.x_train.shape[1], splits.y_train.shape[1]
     (64, 12)
     """
     from sklearn.model_selection import train_test_split

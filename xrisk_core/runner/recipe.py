@@ -347,8 +347,9 @@ class Recipe(_Section):
         data_task = "ranking" if self.data.name in RANKING_DATA else "binary"
         if self.task is None:
             object.__setattr__(self, "task", data_task)
+        kind = str(self.task)
         allowed = {"ranking": RANKING_DATA, "contrastive": CONTRASTIVE_DATA,
-                   "multilabel": MULTILABEL_DATA}.get(self.task)
+                   "multilabel": MULTILABEL_DATA}.get(kind)
         if (allowed is None and data_task == "ranking") or (
                 allowed is not None and self.data.name not in allowed):
             raise ValueError(f"task: received {self.task!r} with data.name "
@@ -356,7 +357,6 @@ class Recipe(_Section):
                              f"{list(allowed) if allowed else 'binary classification'} "
                              f"for it (ranking data: {list(RANKING_DATA)}). Fix: name such "
                              "data, or another task or method.")
-        kind = self.task
         for name in (*self.evaluation.metrics, *([self.evaluation.target]
                                                  if self.evaluation.target else [])):
             found = ("ranking" if "@" in name else "contrastive"
@@ -371,8 +371,8 @@ class Recipe(_Section):
                     f"{wanted} metrics such as {examples[wanted]}. Fix: correct "
                     "evaluation.metrics / evaluation.target.")
         self._model_fits()
-        samplers = {"ranking": ("tri",), "contrastive": ("random",),
-                    "multilabel": ("random",)}.get(kind, ("dual", "random"))
+        samplers: tuple[str, ...] = {"ranking": ("tri",), "contrastive": ("random",),
+                                     "multilabel": ("random",)}.get(kind, ("dual", "random"))
         if self.sampler.name not in samplers:
             raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
                              f"task; expected one of {list(samplers)}. Fix: set sampler.name "
@@ -503,7 +503,8 @@ def raw_task(raw: Mapping[str, Any]) -> str:
     task = raw.get("task")
     if isinstance(task, str):
         return task
-    row = METHODS.get(raw.get("method")) if isinstance(raw.get("method"), str) else None
+    method = raw.get("method")
+    row = METHODS.get(method) if isinstance(method, str) else None
     if row is not None and row.task in ("contrastive", "multilabel"):
         return row.task
     data = raw.get("data")

@@ -113,18 +113,18 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     # the training split, per epoch
     trained = any(f"train_{s['result']['metric']}" in s["history"][0]
                   for seeds in runs.values() for s in seeds if s["history"])
-    fig, axes = plt.subplots(1, 2 if trained else 1, figsize=(11 if trained else 6, 4),
-                             squeeze=False)
+    fig, panels = plt.subplots(1, 2 if trained else 1, figsize=(11 if trained else 6, 4),
+                               squeeze=False)
     for label, seeds in runs.items():
-        _band(axes[0, 0], label, "loss", seeds)
+        _band(panels[0, 0], label, "loss", seeds)
         if trained:
-            _band(axes[0, 1], label, f"train_{seeds[0]['result']['metric']}", seeds)
-    axes[0, 0].set_ylabel("training loss (epoch mean; surrogates can be negative)")
-    axes[0, 0].set_title("Training loss (mean ± std over seeds)", fontsize=9)
+            _band(panels[0, 1], label, f"train_{seeds[0]['result']['metric']}", seeds)
+    panels[0, 0].set_ylabel("training loss (epoch mean)")
+    panels[0, 0].set_title("Training loss (mean ± std over seeds)", fontsize=9)
     if trained:
-        axes[0, 1].set_ylabel("target metric on the training split")
-        axes[0, 1].set_title("Training-split metric (mean ± std over seeds)", fontsize=9)
-    for ax in axes[0]:
+        panels[0, 1].set_ylabel("target metric on the training split")
+        panels[0, 1].set_title("Training-split metric (mean ± std over seeds)", fontsize=9)
+    for ax in panels[0]:
         ax.set_xlabel("epoch")
         ax.legend(fontsize=7)
     fig.tight_layout()
