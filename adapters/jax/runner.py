@@ -178,7 +178,7 @@ class Session:
 
 class RankingSession:
     """A learning-to-rank run's model (NeuMF or an MLP over features), loss and optimizer;
-    :func:`xrisk.runner.ranking.run_ranking_seed` drives it with ``TriSampler`` batches, one
+    :class:`xrisk.runner.ranking.RankingTask` drives it with ``TriSampler`` batches, one
     ``jax.jit`` step each (parameters, optimizer and loss state donated)."""
 
     def __init__(self, data: Any, weights: dict[str, np.ndarray], *, activation: str,

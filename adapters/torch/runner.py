@@ -143,7 +143,7 @@ class Session:
 
 class RankingSession:
     """A learning-to-rank run's model (NeuMF or an MLP over features), loss and optimizer;
-    :func:`xrisk.runner.ranking.run_ranking_seed` drives it. :meth:`epoch` is the loop a user
+    :class:`xrisk.runner.ranking.RankingTask` drives it. :meth:`epoch` is the loop a user
     would write around ``TriSampler`` batches."""
 
     def __init__(self, data: Any, weights: dict[str, np.ndarray], *, activation: str,

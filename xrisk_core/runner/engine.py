@@ -8,11 +8,14 @@ loop, a ``tf.function`` step, a ``jax.jit`` step). :func:`run_seed` drives it:
 
     for epoch in range(start, epochs):
         start the phase (warm-up or X-risk) if it begins here; decay at the stage epochs
-        for loss in session.epoch(sampler): ...            # the framework's loop
-        evaluate on validation and test; log; keep the best; checkpoint; stop early?
+        for loss in session.epoch(task.batches(phase, epoch)): ...   # the framework's loop
+        task.evaluate("val"), ("test"); log; keep the best; checkpoint; stop early?
 
-A run resumed from its checkpoint (model, loss state, optimizer, sampler position, RNG,
-history) continues bit-exactly where the uninterrupted run would be.
+The loop is the same for every task; a :class:`Task` (binary here, ranking, contrastive and
+multi-label in their modules) builds the data, session, sampler and phases and supplies the
+batches, the evaluation and the final predictions. A run resumed from its checkpoint (model,
+loss state, optimizer, sampler position, RNG, history) continues bit-exactly where the
+uninterrupted run would be.
 """
 
 from __future__ import annotations
