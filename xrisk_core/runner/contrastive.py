@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Phase, _phase, import_framework, loss_arguments
+from .engine import Phase, _phase, loss_arguments, session_class
 from .models import conv_encoder_weights
-from .recipe import Recipe, RecipeError
+from .recipe import Recipe
 
 __all__ = ["KNN_NEIGHBOURS", "ContrastiveTask", "ImageSplits", "knn_accuracy", "load_images",
            "loss_scale", "probe_accuracy"]
@@ -154,19 +154,6 @@ def loss_scale(recipe: Recipe) -> float:
     return 1.0
 
 
-def contrastive_session_class(framework: str) -> type:
-    """``xrisk.<framework>.runner.ContrastiveSession``, imported now."""
-    import importlib
-
-    import_framework(framework)
-    module = importlib.import_module(f"xrisk.{framework}.runner")
-    if not hasattr(module, "ContrastiveSession"):
-        raise RecipeError(f"framework: received {framework!r} for a contrastive recipe; "
-                          f"xrisk.{framework}.runner has no ContrastiveSession. Fix: set "
-                          "framework to torch, tensorflow or jax.")
-    return module.ContrastiveSession
-
-
 class ContrastiveTask:
     """Contrastive learning in :func:`xrisk.runner.engine.run_seed`'s loop: random batches of
     training indices with the view parameters of both views, probes on held-out images."""
@@ -186,7 +173,7 @@ class ContrastiveTask:
                                        widths=recipe.model.widths,
                                        projection=recipe.model.hidden, seed=seed,
                                        dtype=recipe.dtype)
-        self.session = contrastive_session_class(recipe.framework)(
+        self.session = session_class(recipe.framework, "ContrastiveSession")(
             splits.x_train, weights, dtype=recipe.dtype, seed=seed,
             size=self.augment.size or self.shape)
         main = _phase("main", recipe.loss.name, dict(recipe.loss.options),

@@ -162,11 +162,15 @@ def import_framework(framework: str) -> None:
                           f"install \"xrisk[{extra}]\" or choose another framework.") from None
 
 
-def session_class(framework: str) -> type[Session]:
-    """``xrisk.<framework>.runner.Session``, imported now (not at ``import xrisk``)."""
+def session_class(framework: str, name: str = "Session") -> Any:
+    """``xrisk.<framework>.runner.<name>`` (``Session``, ``RankingSession``,
+    ``ContrastiveSession``), imported now (not at ``import xrisk``)."""
     import_framework(framework)
     module = importlib.import_module(f"xrisk.{framework}.runner")
-    return module.Session
+    if not hasattr(module, name):
+        raise RecipeError(f"framework: received {framework!r}; xrisk.{framework}.runner has no "
+                          f"{name}. Fix: set framework to torch, tensorflow or jax.")
+    return getattr(module, name)
 
 
 @dataclass
@@ -349,16 +353,19 @@ class BinaryTask:
     def batches(self, phase: Phase, epoch: int) -> Iterable[Any]:
         return self.sampler
 
+    def score(self, labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+        """The recipe's metrics of ``logits`` against ``labels``."""
+        return _metrics(self.recipe, labels, logits)
+
     def evaluate(self, split: str) -> dict[str, float]:
         x, y = getattr(self.splits, f"x_{split}"), getattr(self.splits, f"y_{split}")
-        return _metrics(self.recipe, y, self.session.predict(x))
+        return self.score(y, self.session.predict(x))
 
     def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
         splits = self.splits
         test_logits = self.session.predict(splits.x_test)
         val_logits = self.session.predict(splits.x_val)
-        return (_metrics(self.recipe, splits.y_test, test_logits),
-                _metrics(self.recipe, splits.y_val, val_logits),
+        return (self.score(splits.y_test, test_logits), self.score(splits.y_val, val_logits),
                 {"test_logits": test_logits, "y_test": splits.y_test,
                  "val_logits": val_logits, "y_val": splits.y_val})
 

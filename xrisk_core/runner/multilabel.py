@@ -20,13 +20,12 @@ the rest); ``data.limit`` keeps a seeded subset. ``data.task`` does not apply (a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from .data import Splits, _limited
-from .engine import BinaryTask, Phase, main_stages, make_sampler, phases, session_class
+from .engine import BinaryTask, main_stages, make_sampler, phases, session_class
 from .models import layers_weights, mlp_weights
 from .recipe import Recipe
 
@@ -117,18 +116,6 @@ class MultiLabelTask(BinaryTask):
         self.sampler = make_sampler(recipe, splits.y_train[:, 0], seed)
         self.stages = main_stages(recipe)
 
-    def batches(self, phase: Phase, epoch: int) -> Iterable[Any]:
-        return self.sampler
-
-    def evaluate(self, split: str) -> dict[str, float]:
-        x, y = getattr(self.splits, f"x_{split}"), getattr(self.splits, f"y_{split}")
-        return label_metrics(self.recipe, y, self.session.predict(x))
-
-    def finish(self) -> tuple[dict[str, float], dict[str, float], dict[str, np.ndarray]]:
-        splits = self.splits
-        test_scores = self.session.predict(splits.x_test)
-        val_scores = self.session.predict(splits.x_val)
-        return (label_metrics(self.recipe, splits.y_test, test_scores),
-                label_metrics(self.recipe, splits.y_val, val_scores),
-                {"test_logits": test_scores, "y_test": splits.y_test,
-                 "val_logits": val_scores, "y_val": splits.y_val})
+    def score(self, labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+        """The recipe's metrics, each averaged over the labels (:func:`label_metrics`)."""
+        return label_metrics(self.recipe, labels, logits)

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Phase, _phase, import_framework
+from .engine import Phase, _phase, session_class
 from .models import layers_weights, mlp_weights, neumf_weights, weights_layers
-from .recipe import Recipe, RecipeError
+from .recipe import Recipe
 
 __all__ = ["Candidates", "RankingData", "load_ranking", "ranking_metrics", "ranking_weights",
            "layers_weights", "weights_layers", "ranking_phases", "batch_inputs",
@@ -292,19 +292,6 @@ def ranking_metrics(names: tuple[str, ...] | list[str], candidates: Candidates,
     return out
 
 
-def ranking_session_class(framework: str) -> type:
-    """``xrisk.<framework>.runner.RankingSession``, imported now."""
-    import importlib
-
-    import_framework(framework)
-    module = importlib.import_module(f"xrisk.{framework}.runner")
-    if not hasattr(module, "RankingSession"):
-        raise RecipeError(f"framework: received {framework!r} for a ranking recipe; "
-                          f"xrisk.{framework}.runner has no RankingSession. Fix: set "
-                          "framework to torch, tensorflow or jax.")
-    return module.RankingSession
-
-
 class RankingTask:
     """Learning to rank in :func:`xrisk.runner.engine.run_seed`'s loop: TriSampler batches
     (queries x (rated + unrated items)), NDCG@K (and MAP / precision / recall @K) of each
@@ -322,7 +309,7 @@ class RankingTask:
                                   num_sampled_tasks=min(s.num_queries, data.num_queries),
                                   mode="ranking", num_items=data.num_items, seed=seed)
         weights = ranking_weights(data, recipe.model.hidden, seed=seed, dtype=recipe.dtype)
-        self.session = ranking_session_class(recipe.framework)(
+        self.session = session_class(recipe.framework, "RankingSession")(
             data, weights, activation=recipe.model.activation, dtype=recipe.dtype, seed=seed)
         self.warmup, self.main = ranking_phases(recipe)
         self.names = list(dict.fromkeys([*recipe.evaluation.metrics, recipe.metric]))
