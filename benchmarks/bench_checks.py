@@ -9,8 +9,9 @@
    step with the state donated. The wrapper must cost O(batch), not O(num_samples).
 3. ``families``: ``check_inputs`` alone, in µs per call, on the batch each registered loss
    meets in its torch eager training step (benchmarks/_families.py, batch 64): the Python
-   cost of the checks per family, a repeated signature (the steady state of training).
-   With ``--baseline`` the other version is timed on the same calls, interleaved.
+   cost of the checks per family, a repeated signature (the steady state of training): the
+   fastest of ``--repeats`` short rounds. With ``--baseline`` the other version is timed on
+   the same calls, interleaved, with the median of the per-round ratios.
 
 ::
 
@@ -153,10 +154,11 @@ def bench_jax(steps: int, repeats: int) -> dict[str, float]:
 
 
 def bench_families(repeats: int, baseline: str | None, batch_size: int = 64,
-                   calls: int = 200) -> dict[str, dict[str, float]]:
-    """Median µs per ``check_inputs`` call per family (and per version, interleaved ABBA
-    over ``repeats`` rounds of ``calls`` calls), on the arguments the family's training step
-    passes (recorded from one step)."""
+                   calls: int = 20) -> dict[str, dict[str, float]]:
+    """µs per ``check_inputs`` call per family and version, interleaved ABBA over
+    ``repeats`` short rounds of ``calls`` calls, on the arguments the family's training step
+    passes (recorded from one step): the fastest round (the least disturbed by other jobs on
+    a shared machine) and, with a baseline, the median of the per-round ratios."""
     import warnings
 
     import torch
@@ -199,7 +201,7 @@ def bench_families(repeats: int, baseline: str | None, batch_size: int = 64,
             for warm_up in runs.values():
                 warm_up()  # warm-up: the signature's plan is made here
             times = interleaved(runs, repeats)
-        out[family.name] = {name: statistics.median(values) for name, values in times.items()}
+        out[family.name] = {name: min(values) for name, values in times.items()}
         if "baseline" in times:  # each round times both under the same load: paired ratios
             out[family.name]["ratio"] = statistics.median(
                 a / b for a, b in zip(times["current"], times["baseline"], strict=True))
@@ -230,7 +232,8 @@ def main() -> None:
         import torch  # noqa: F401  (before TensorFlow/JAX, see tests/conftest.py)
         from _timing import machine_load
         result = bench_families(args.repeats, args.baseline)
-        print(f"check_inputs per call, torch eager, batch 64, 1 thread ({machine_load()}):")
+        print(f"check_inputs, µs per call (fastest round), torch eager, batch 64, 1 thread "
+              f"({machine_load()}):")
         names = [name for name in next(iter(result.values())) if name != "ratio"]
         print(f"  {'family':26s}" + "".join(f"{name:>10s}" for name in names)
               + ("  ratio (median of rounds)" if len(names) == 2 else ""))

@@ -261,3 +261,23 @@ def test_the_one_reduction_interval_proof_is_exact(dtype, data):
                 loss.apply(state, values, labels, index)
     outside = finite and values.size and not bool(np.all((values >= 0) & (values <= 1)))
     assert len([w for w in caught if issubclass(w.category, xrisk.InputWarning)]) == outside
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8, np.bool_])
+def test_the_one_reduction_relevance_proof_is_exact(dtype):
+    """Every value of a one- or two-byte dtype: the quick proof of graded relevance (finite,
+    >= +0) never holds where the exact rule fails (-0 and unsigned dtypes fall back to the
+    exact check), and holds for every finite value > 0."""
+    from xrisk._value_checks import _quick_proof
+
+    spec = next(s for s in xrisk.NDCGLoss(5, 3, 8).inputs() if s.kind == "relevance")
+    bits = np.dtype(dtype).itemsize * 8
+    every = np.arange(2**bits, dtype=np.uint16 if bits == 16 else np.uint8)
+    values = every.view(dtype) if dtype is not np.bool_ else np.array([False, True])
+    proof = _quick_proof(spec, values.dtype, {})
+    for value in values:
+        one = np.asarray([value], dtype=values.dtype)
+        exact = bool(np.isfinite(one.astype(np.float64)).all() and (one >= 0).all())
+        assert not proof(one) or exact, one  # never a false proof
+        if exact and values.dtype.kind in "if" and not np.signbit(one).any():
+            assert proof(one), one  # and no needless fallback where it applies

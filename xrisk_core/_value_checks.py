@@ -73,6 +73,17 @@ def host_check(definition: Any, spec: Any, dtype: np.dtype, spaces: dict[str, in
     valid = _quick_proof(spec, dtype, spaces)
     inside = _inside_interval(interval, dtype)
 
+    if domain is not None and spec.kind in ("score", "data") and not domain.allow_nan:
+        # The declared domain's own check proves its values finite (a min and a max, which
+        # NaN and inf reach), so it is run alone; on failure the kind's check raises first,
+        # as it would have (a non-finite value), else the domain's error.
+        def check_domain(values: np.ndarray, may_warn: bool) -> None:
+            if not domain.admits(values):
+                _check_kind(owner, spec, values, spaces)
+                raise _domain_error(owner, spec, values)
+
+        return check_domain
+
     def check(values: np.ndarray, may_warn: bool) -> None:
         if inside is not None and inside(values):
             pass  # finite and inside the interval: the kind's check passes, no warning is due
@@ -125,7 +136,13 @@ def _quick_proof(spec: Any, dtype: np.dtype, spaces: dict[str, int | None],
                                    or bool(values.min() >= 0))
         unsigned = _UNSIGNED[dtype.itemsize]  # one reduction, as for labels
         return lambda values: not values.size or bool(values.view(unsigned).max() < size)
-    return _never  # partial labels, relevance: _check_kind checks every batch
+    if kind == "relevance":  # finite and >= +0: below +inf in the unsigned view (-0 fails)
+        unsigned = _UNSIGNED[dtype.itemsize]
+        bound = (np.asarray(np.inf, dtype).view(unsigned)[()] if dtype.kind == "f"
+                 else 2 ** (8 * dtype.itemsize - 1) if dtype.kind == "i" else None)
+        if bound is not None:
+            return lambda values: bool(values.view(unsigned).max(initial=0) < bound)
+    return _never  # partial labels, other dtypes: _check_kind checks every batch
 
 
 def _always(values: np.ndarray) -> bool:
