@@ -3,7 +3,7 @@
 Nothing here lists a bad case by hand. For every loss of the registry (``tests._cases.CASES``,
 so a new loss is covered without an edit) the strategies read what the loss declares, its
 inputs (:meth:`~xrisk.losses.LossDefinition.inputs`, each with its domain,
-:func:`xrisk._validation.declared_domain`) and its relations
+:func:`xrisk._value_checks.declared_domain`) and its relations
 (:meth:`~xrisk.losses.LossDefinition.relations`), start from a good batch of the harness and
 break it in one declared way:
 

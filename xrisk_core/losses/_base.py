@@ -105,7 +105,7 @@ class Input(NamedTuple):
     domain : Domain or None
         The values the input may take (:class:`xrisk._domain.Domain`), checked by the one
         validator; values outside it raise (eager) or give a NaN loss and no state write
-        (traced). ``None``: the kind's domain (:func:`xrisk._validation.declared_domain`:
+        (traced). ``None``: the kind's domain (:func:`xrisk._value_checks.declared_domain`:
         finite reals for scores and data, {0, 1} for labels, finite reals >= 0 for relevance,
         integers in [0, size of the key space) for an index). A declared domain narrows the
         kind's, e.g. ``domain=POSITIVE_COUNT`` for a count given as floats.
