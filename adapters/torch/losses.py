@@ -25,6 +25,7 @@ from xrisk.adapter_api import (
     METADATA_KEY,
     LossContainer,
     apply_loss,
+    calls_through,
     checked_state_arrays,
     compose_doc,
     definition_attribute,
@@ -75,6 +76,7 @@ class XRiskLoss(LossContainer, nn.Module):
                  device: Device = None) -> None:
         super().__init__()
         prepare_definition(definition)  # cached now, not inside a first compiled call
+        calls_through(definition, 3)  # Module.__call__, _call_impl, forward: warnings name the user
         self.definition = definition
         float_dtype = (torch.get_default_dtype() if dtype is None
                        else getattr(torch, dtype_name(definition.name, dtype)))
