@@ -216,12 +216,18 @@ def test_scores_outside_0_1_warn_once_naming_sigmoid(name):
 
 def test_the_interval_warning_names_the_line_that_called_an_adapter():
     """The stack level is fixed by the known call depth (no walk over the stack): through
-    the TensorFlow module's __call__ and its wrapper, and through check_batch."""
+    the TensorFlow module's __call__ and its wrapper, the torch module's call machinery, and
+    check_batch."""
     import xrisk.tensorflow as xtf
+    import xrisk.torch as xt
 
     logits = tf.constant([2.5, -1.0, 0.3, -0.2, 1.5, -3.0])
     with pytest.warns(xrisk.InputWarning, match="scores lie outside") as w:
         xtf.APLoss(N)(logits, tf.constant(LABELS), tf.constant(INDEX))
+    assert w[0].filename == __file__
+    with pytest.warns(xrisk.InputWarning, match="scores lie outside") as w:
+        xt.APLoss(N)(torch.as_tensor(logits.numpy()), torch.as_tensor(LABELS),
+                     torch.as_tensor(INDEX))
     assert w[0].filename == __file__
     definition = _definition("APLoss")
     with pytest.warns(xrisk.InputWarning, match="scores lie outside") as w:
