@@ -16,7 +16,7 @@ with 1e4 and with 2e7 interactions (the size of the ``u`` table). Reported:
    difference of the two sizes' peaks while stepping is compared with the difference of their
    state bytes (target <= 1.3x: no step copies a table); the same figure while the loss is
    built is printed too (also <= 1.3x: building holds no second table);
-3. the time per epoch of ``examples/ranking_movielens.py`` (SONG, all 610 users) per
+3. the time per training epoch of the runner's MovieLens recipe (SONG, all 610 users) per
    framework, compilation (the first epoch) left out.
 
 ::
@@ -38,8 +38,8 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,6 @@ BACKENDS = ("torch", "jax", "tensorflow")
 SIZES = (10_000, 20_000_000)
 NUM_QUERIES, NUM_ITEMS = 138_493, 26_744  # MovieLens-20M
 TIME_TARGET, MEMORY_TARGET = 1.1, 1.3
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def make_batches(num_interactions: int, args: argparse.Namespace,
@@ -261,17 +260,24 @@ def measure_memory(backend: str, args: argparse.Namespace) -> tuple[float, float
 
 
 def epoch_seconds(backend: str, epochs: int) -> float:
-    """Seconds per epoch of the MovieLens example's SONG (all users), first epoch left out."""
-    sys.path.insert(0, str(EXAMPLES))
-    import _ranking as ranking
-    import ranking_movielens
+    """Seconds per training epoch of the MovieLens recipe's SONG (all users, the runner's
+    ``movielens_ndcg`` from scratch), the first epoch (compilation) left out. An epoch is
+    timed from its first to its last step (evaluation left out), scaled to all its steps."""
+    import tempfile
 
-    ranking.tqdm = None
-    task = ranking_movielens.make_task()
-    trainer = ranking.TRAINERS[backend](task, ranking.initial_weights(task, 0))
-    method = ranking_movielens.METHODS["SONG"]
-    seconds = ranking.run_stage(trainer, task, method, task.sampler(0), epochs=epochs + 1,
-                                first_epoch=0, label=f"{backend} SONG epoch")
+    from xrisk.runner import train
+
+    stamps: dict[int, list[float]] = {}
+
+    def on_batch(epoch: int, batch: int, loss: object) -> None:
+        stamps.setdefault(epoch, []).append(time.perf_counter())
+
+    with tempfile.TemporaryDirectory() as out:
+        train("movielens_ndcg", out, progress=False, write_report=False, on_batch=on_batch,
+              overrides=[f"framework={backend}", "method=song", "schedule.warmup_epochs=0",
+                         f"epochs={epochs + 1}", "evaluation.patience=1000"])
+    seconds = [(times[-1] - times[0]) * len(times) / (len(times) - 1)
+               for epoch, times in sorted(stamps.items()) if len(times) > 1]
     return statistics.median(seconds[1:])
 
 
@@ -289,8 +295,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default=",".join(f"{n:.0e}" for n in SIZES),
                         help="comma-separated numbers of interactions, smallest first")
     parser.add_argument("--epochs", type=int, default=2,
-                        help="timed epochs of the MovieLens example (after one untimed)")
-    parser.add_argument("--no-epoch", action="store_true", help="skip the example's epochs")
+                        help="timed epochs of the MovieLens recipe (after one untimed)")
+    parser.add_argument("--no-epoch", action="store_true", help="skip the MovieLens epochs")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory probes")
     parser.add_argument("--memory-probe", nargs=2, metavar=("BACKEND", "SIZE"),
                         help=argparse.SUPPRESS)
@@ -346,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{TIME_TARGET}). step mem / init mem: the extra peak resident memory of the larger "
           "state over the smaller one, per extra state byte, while stepping (target <= "
           f"{MEMORY_TARGET}) / while the loss is built (same target). epoch: seconds per "
-          "epoch of examples/ranking_movielens.py, SONG.")
+          "training epoch of the runner's movielens_ndcg recipe, SONG.")
     return 1 if failed else 0
 
 
