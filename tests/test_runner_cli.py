@@ -89,6 +89,18 @@ def test_report_command_rewrites_the_report(compared, capsys):
     assert str(compared / "report.md") in capsys.readouterr().out
 
 
+def test_the_report_function_stays_after_a_report_is_written(compared):
+    """Writing a report imports the module that draws it; that must not replace the package's
+    ``report`` function (a submodule of the same name did)."""
+    import xrisk.runner
+
+    assert callable(xrisk.runner.report)
+    assert xrisk.runner.report(compared) == compared / "report.md"
+    from xrisk.runner import report
+
+    assert report is xrisk.runner.api.report
+
+
 def test_report_of_a_folder_without_runs_explains(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     assert "no finished runs" in capsys.readouterr().err

@@ -198,6 +198,6 @@ def claim_recipes(claim: str, overrides: Sequence[str] = ()) -> dict[str, Recipe
 
 def report(run_dir: str | Path) -> Path:
     """Write ``report.md`` and its figures for the runs in ``run_dir``; return its path."""
-    from .report import write_report
+    from .reporting import write_report
 
     return write_report(Path(run_dir))
