@@ -4,12 +4,16 @@ schedules; the optimizer's variables resume a run."""
 
 from __future__ import annotations
 
+import collections
+
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 from numpy.testing import assert_allclose
 
 import xrisk.tensorflow as xr
+from xrisk.optim import Rates, reset_reference
 
 N, BATCH = 24, 8
 
@@ -114,3 +118,89 @@ def test_lazily_built_inside_tf_function_gives_the_eager_numbers():
         eager_opt.apply_gradients([(grad, eager_w)])
         step()
     np.testing.assert_array_equal(eager_w.numpy(), graph_w.numpy())
+
+
+# --- the clipped rules' in-place Keras step -------------------------------------------------
+
+_CLIPPED_CONFIGS = {
+    "adam": ("SOAP", {}),
+    "amsgrad-epoch-decay": ("SOAP", {"amsgrad": True, "epoch_decay": 0.01}),
+    "sgd-dampening": ("SOAP", {"mode": "sgd"}),
+    "sgd-no-dampening-epoch-decay": ("SOAP", {"mode": "sgd", "dampening": 0.0,
+                                              "epoch_decay": 0.003}),
+    "nesterov-unclipped": ("SOAP", {"mode": "sgd", "nesterov": True, "dampening": 0.0,
+                                    "clip_value": float("inf")}),
+    "sgd-plain": ("SGD", {"weight_decay": 0.01}),
+    "adamw-epoch-decay": ("AdamW", {"epoch_decay": 0.01}),
+}
+
+
+def _bits(x):
+    x = tf.convert_to_tensor(x)
+    return tf.bitcast(x, tf.uint16 if x.dtype.size == 2 else tf.uint8).numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("config", list(_CLIPPED_CONFIGS))
+def test_in_place_clipped_step_is_the_core_rule_bit_for_bit(config, dtype):
+    """The Keras step of a ClippedRule (in place, fewer kernels) equals the core's
+    update_param on the same tensors bit for bit, eagerly and under tf.function, across
+    update_regularizer; gradients include -0, zeros, huge and tiny values and NaN-free
+    extremes that the clip and the first step's branch must keep exactly."""
+    name, arguments = _CLIPPED_CONFIGS[config]
+    rng = np.random.default_rng(len(config) + len(dtype))
+    edges = np.array([-0.0, 0.0, 1e30, -1e30, 1e-30, 0.999, -1.0, 2.5])
+    start = rng.normal(size=(4, 5))
+    grads = [rng.normal(size=(4, 5)) * 3 for _ in range(4)]
+    grads[0].reshape(-1)[:8] = edges
+    for compiled in (False, True):
+        variable = tf.Variable(tf.cast(start, dtype))
+        opt = getattr(xr, name)(learning_rate=0.05, **arguments)
+        def apply(g, opt=opt, variable=variable):
+            opt.apply_gradients([(g, variable)])
+
+        step = tf.function(apply) if compiled else apply
+        rule = opt.rule
+        update = tf.function(rule.update_param) if compiled else rule.update_param
+        param = tf.cast(start, dtype)
+        slots, divisor = rule.init_slots(param), 1.0
+        for index, grad in enumerate(grads):
+            grad = tf.cast(grad, dtype)
+            step(grad)
+            lr = tf.constant(0.05, tf.float64) / tf.constant(divisor, tf.float64)
+            param, slots = update(grad, param, slots, Rates(lr=lr))
+            if index == 1:
+                opt.update_regularizer(10.0)
+                slots, divisor = reset_reference(slots), divisor * 10.0
+        np.testing.assert_array_equal(_bits(variable), _bits(param), err_msg=config)
+        for slot_name, slot in opt._slot_variables[0].items():
+            np.testing.assert_array_equal(_bits(slot), _bits(getattr(slots, slot_name)),
+                                          err_msg=f"{config} {slot_name}")
+
+
+def _full_size_operators(make, shape=(7, 5)):
+    """Operator types of the traced Keras step whose output has the variable's shape (the
+    passes over memory), less reads, constants and identities."""
+    variable, grad, opt = tf.Variable(tf.ones(shape)), tf.ones(shape), make()
+    graph = tf.function(lambda: opt.apply_gradients([(grad, variable)])
+                        ).get_concrete_function().graph
+    return collections.Counter(
+        op.type for op in graph.get_operations()
+        if op.outputs and op.outputs[0].shape == shape
+        and op.type not in ("ReadVariableOp", "Const", "Identity", "IdentityN"))
+
+
+def test_clipped_keras_step_runs_the_rule_s_arithmetic_only():
+    """Adam's step is its 13 rounded operations (clip 1, moments 3 + 4, step 5), θ - step
+    an in-place AssignSubVariableOp; SGD's first-step buffer is a branch, not a full-size
+    select computing both. (Before: a two-kernel clip, θ - step as a new tensor assigned
+    over θ, and a select every SGD step.)"""
+    adam = _full_size_operators(lambda: xr.SOAP(weight_decay=0.0))
+    assert sum(adam.values()) == 13, adam
+    assert adam["ClipByValue"] == 1 and adam["Sub"] == 0, adam
+    sgd = _full_size_operators(lambda: xr.SOAP(mode="sgd", weight_decay=0.0, dampening=0.0))
+    assert sgd["SelectV2"] == 0 and sgd["Sub"] == 0 and sgd["ClipByValue"] == 1, sgd
+    variable, opt = tf.Variable(tf.ones((3,))), xr.SOAP(mode="sgd")
+    graph = tf.function(lambda: opt.apply_gradients([(tf.ones((3,)), variable)])
+                        ).get_concrete_function().graph
+    assert "AssignSubVariableOp" in {op.type for op in graph.get_operations()}

@@ -53,7 +53,7 @@ import tensorflow as tf
 
 import xrisk
 from xrisk.adapter_api import check_interval, compose_doc, refuse_foreign_arguments
-from xrisk.optim import Rates, UpdateRule, reset_reference
+from xrisk.optim import ClippedRule, Rates, UpdateRule, reset_reference
 
 __all__ = ["XRiskOptimizer", *xrisk.OPTIMIZERS]
 
@@ -197,6 +197,9 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
         index = self._get_variable_index(variable)
         entry = self._slot_variables[index]
         rule = self.rule
+        if _in_place_clipped(rule):
+            _clipped_step(self, rule, gradient, variable, learning_rate, entry)
+            return
         slots = rule.slots_type(**{n: tf.convert_to_tensor(v) for n, v in entry.items()})
         rates = self._rates()._replace(lr=learning_rate)
         new_value, new_slots = rule.update_param(
@@ -238,6 +241,102 @@ class XRiskOptimizer(keras.optimizers.Optimizer):
 
     def __repr__(self) -> str:
         return f"xrisk.tensorflow.{self.rule!r}"
+
+
+def _in_place_clipped(rule: UpdateRule) -> bool:
+    """Whether ``rule`` runs :class:`ClippedRule`'s own arithmetic (its presets, PESG, MIDAM),
+    which :func:`_clipped_step` mirrors in place."""
+    kind = type(rule)
+    return (isinstance(rule, ClippedRule) and kind.update_param is ClippedRule.update_param
+            and getattr(kind, "_direction", None) is ClippedRule._direction
+            and kind.rates is UpdateRule.rates)
+
+
+def _store(optimizer: XRiskOptimizer, slot: Any, value: tf.Tensor) -> tf.Tensor:
+    """Assign ``value`` to ``slot`` and return the slot read back: the assignment is then the
+    value's last user, so TensorFlow adopts its buffer instead of copying it (a value still
+    used after its assignment is copied into the slot: one more pass over it)."""
+    optimizer.assign(slot, value)
+    return tf.convert_to_tensor(slot)
+
+
+def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable: Any,
+                  learning_rate: Any, slots: dict[str, Any]) -> None:
+    """:meth:`ClippedRule.update_param` on Keras variables, updated in place, bit for bit.
+
+    The same operations on the same values in the same order, less the work that changes
+    no bit: the clip is one ``ClipByValue`` kernel (``min(max(g, -c), c)`` for ``c > 0``,
+    NaN kept) and none at ``c = inf``; ``(1 - dampening)·d`` is ``d`` at dampening 0; SGD's
+    first step picks its buffer with ``tf.cond`` (one branch runs) instead of a select of
+    both; and where the rule computes ``x - y`` or ``x + y`` into a slot or the variable
+    (θ - step, the iterate sum, the counters), ``assign_sub`` / ``assign_add`` write it in
+    place instead of a new tensor assigned over the old; a new slot value is read back from
+    its slot (:func:`_store`), so it is never copied. ``x·y`` stays two roundings where the
+    rule has them: TensorFlow has no fused multiply-add to change them.
+    """
+    value = _tf_variable(variable)
+    dtype = tf.float64 if value.dtype == tf.float64 else tf.float32
+    g = tf.convert_to_tensor(gradient)
+    g = g if g.dtype == dtype else tf.cast(g, dtype)
+    lr = tf.cast(learning_rate, dtype)
+    decoupled = rule.decoupled_weight_decay and rule.weight_decay > 0
+    # θ - step in place where θ is in the compute dtype; a read of θ still held at the
+    # assign_sub would make TensorFlow copy the whole variable first, so θ is read only
+    # where the rule uses it.
+    in_place = value.dtype == dtype and not decoupled
+    p: Any = None
+    if not in_place or rule.epoch_decay > 0 or rule.weight_decay > 0:
+        p = tf.convert_to_tensor(value)
+        p = p if p.dtype == dtype else tf.cast(p, dtype)
+    if decoupled:
+        p = p * (1 - lr * rule.weight_decay)
+    d = g
+    if rule.clip_value != float("inf"):
+        clip = tf.constant(rule.clip_value, dtype)
+        d = tf.raw_ops.ClipByValue(t=g, clip_value_min=-clip, clip_value_max=clip)
+    if rule.epoch_decay > 0:
+        d = d + rule.epoch_decay * (p - tf.convert_to_tensor(slots["reference"]))
+    if rule.weight_decay > 0 and not rule.decoupled_weight_decay:
+        d = d + rule.weight_decay * p
+    count = slots["count"]
+    if rule.mode == "adam":
+        beta1, beta2 = rule.betas
+        moment = _store(optimizer, slots["momentum"],
+                        beta1 * tf.convert_to_tensor(slots["momentum"]) + (1 - beta1) * d)
+        second = _store(optimizer, slots["second_moment"],
+                        beta2 * tf.convert_to_tensor(slots["second_moment"])
+                        + (1 - beta2) * d * d)
+        if rule.amsgrad:
+            second = _store(optimizer, slots["max_second_moment"], tf.maximum(
+                tf.convert_to_tensor(slots["max_second_moment"]), second))
+        t = tf.cast(tf.convert_to_tensor(count) + 1, dtype)
+        bias1 = 1 - tf.pow(tf.constant(beta1, dtype), t)
+        root2 = tf.sqrt(1 - tf.pow(tf.constant(beta2, dtype), t))
+        step = (lr / bias1) * moment / (tf.sqrt(second) / root2 + rule.eps)
+    elif rule.momentum > 0:
+        previous = tf.convert_to_tensor(slots["momentum"])
+        if rule.sgd_rule == "ema":
+            later = lambda: (1 - rule.momentum) * previous + rule.momentum * d  # noqa: E731
+        elif rule.dampening == 0:  # (1 - 0)·d is d, bit for bit
+            later = lambda: rule.momentum * previous + d  # noqa: E731
+        else:
+            later = lambda: rule.momentum * previous + (1 - rule.dampening) * d  # noqa: E731
+        buffer = _store(optimizer, slots["momentum"],
+                        tf.cond(tf.convert_to_tensor(count) == 0, lambda: d, later))
+        step = lr * (d + rule.momentum * buffer if rule.nesterov else buffer)
+    else:
+        step = lr * d
+    optimizer.assign_add(count, tf.constant(1, tf.int32))
+    if in_place:
+        optimizer.assign_sub(variable, step)
+        new = tf.convert_to_tensor(value) if rule.epoch_decay > 0 else None
+    else:
+        new = tf.cast(p - step, value.dtype)
+        optimizer.assign(variable, new)
+    if rule.epoch_decay > 0:
+        optimizer.assign_add(slots["iterate_sum"], new if new.dtype == dtype
+                             else tf.cast(new, dtype))
+        optimizer.assign_add(slots["average_count"], tf.constant(1, tf.int32))
 
 
 # --- generated by tools/generate_adapters.py: edit the core (or a docstring), run it ---
