@@ -235,6 +235,20 @@ def test_the_interval_warning_names_the_line_that_called_an_adapter():
     assert w[0].filename == __file__
 
 
+def test_the_interval_warning_names_the_line_that_called_the_jax_adapter():
+    """JAX's three entry points: the pure apply, check_batch before a jitted step, and
+    StatefulLoss, which checks a host batch on every call."""
+    import xrisk.jax as xj
+
+    logits = np.array([2.5, -1.0, 0.3, -0.2, 1.5, -3.0])
+    for call in (lambda loss: loss.apply(loss.init(), logits, LABELS, INDEX),
+                 lambda loss: loss.check_batch(logits, LABELS, INDEX),
+                 lambda loss: xj.StatefulLoss(loss)(logits, LABELS, INDEX)):
+        with pytest.warns(xrisk.InputWarning, match="scores lie outside") as w:
+            call(xj.APLoss(N))
+        assert w[0].filename == __file__
+
+
 @pytest.mark.parametrize("name", ["CrossEntropyLoss", "FocalLoss"])
 def test_losses_of_logits_do_not_warn(name):
     definition = _definition(name)

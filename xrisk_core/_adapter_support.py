@@ -440,13 +440,13 @@ class LossContainer:
     @property
     def state(self) -> Any:
         """The current state as the core's NamedTuple of framework containers."""
-        kind = self.definition.state_type
+        kind: Any = self.definition.state_type  # a NamedTuple class
         return kind(*[getattr(self, name) for name in kind._fields])
 
     @property
     def aux_params(self) -> Any:
         """The trainable auxiliaries as the core's NamedTuple of framework containers."""
-        kind = self.definition.params_type
+        kind: Any = self.definition.params_type  # a NamedTuple class
         return kind(*[getattr(self, name) for name in kind._fields])
 
 

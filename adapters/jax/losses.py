@@ -266,8 +266,12 @@ class StatefulLoss:
         bound = bind_inputs(self.loss.definition, inputs, named)
         present = {name: value for name, value in bound.items() if value is not None}
         if all(_on_host(value) for value in present.values()):
-            # Zero-copy numpy views of CPU arrays: the checks read each input once.
-            self.loss.check_batch(**{name: np.asarray(value) for name, value in present.items()})
+            # Zero-copy numpy views of CPU arrays: the checks read each input once. The core's
+            # check_batch is called from here, as XRiskLoss.check_batch calls it, so a warning
+            # about the batch names the user's line at the same fixed stack level.
+            host = {name: np.asarray(value) for name, value in present.items()}
+            check_batch(self.loss.definition, **host)
+            self.loss._check_index_fits(bind_inputs(self.loss.definition, (), host))
         step, mode = self.loss._stateful_step()
         if mode != "raise":
             value, self.state = step(self.state, self.params, tuple(bound.values()))
