@@ -321,8 +321,13 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
             later = lambda: rule.momentum * previous + d  # noqa: E731
         else:
             later = lambda: rule.momentum * previous + (1 - rule.dampening) * d  # noqa: E731
-        buffer = _store(optimizer, slots["momentum"],
-                        tf.cond(tf.convert_to_tensor(count) == 0, lambda: d, later))
+        # The first step's buffer is d: a branch, each side assigning its own value (the
+        # assignment of a value made inside the branch adopts its buffer; the cond's output
+        # would be copied into the slot).
+        tf.cond(tf.convert_to_tensor(count) == 0,
+                lambda: optimizer.assign(slots["momentum"], d),
+                lambda: optimizer.assign(slots["momentum"], later()))
+        buffer = tf.convert_to_tensor(slots["momentum"])
         step = lr * (d + rule.momentum * buffer if rule.nesterov else buffer)
     else:
         step = lr * d
