@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-import numpy as np
-
-from xrisk.runner import RecipeError, compare, load_recipe
+from xrisk.runner import RecipeError, compare, load_recipe, print_comparison
 
 METHODS = ("ce", "focal", "pesg", "soap")
 METRICS = ("auroc", "ap")
@@ -53,25 +51,6 @@ def make_recipe(args: argparse.Namespace) -> dict:
     }
 
 
-def print_results(results: dict, metrics: Sequence[str],
-                  claims: Sequence[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
-    """Print test metric mean +- std over seeds per method, then each claim's gap to the
-    baselines; return the means."""
-    means = {}
-    print(f"\n{'method':<12}" + "".join(f"{'test ' + m:>22}" for m in metrics))
-    for method, runs in results.items():
-        values = {m: [run.test[m] for run in runs] for m in metrics}
-        means[method] = {m: float(np.mean(v)) for m, v in values.items()}
-        print(f"{method:<12}" + "".join(f"{np.mean(v):>13.4f} +- {np.std(v):.4f}"
-                                        for v in values.values()))
-    print("\nThe paper's comparison, as measured here (not asserted):")
-    for method, baseline, metric in claims:
-        if method in means and baseline in means:
-            gap = means[method][metric] - means[baseline][metric]
-            print(f"  {method} - {baseline} on test {metric}: {gap:+.4f}")
-    return means
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--framework", choices=("torch", "tensorflow", "jax"), default="torch")
@@ -89,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
         results = compare(recipe, methods, args.out)
     except RecipeError as error:  # a bad option: the runner names the field and the fix
         parser.error(str(error))
-    means = print_results(results, METRICS, CLAIMS)
+    print()
+    means = print_comparison(results, METRICS, CLAIMS)
     print(f"\nreport: {args.out}/report.md")
     return means
 

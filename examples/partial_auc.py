@@ -30,9 +30,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-import numpy as np
-
-from xrisk.runner import RecipeError, load_recipe, train
+from xrisk.runner import RecipeError, load_recipe, print_comparison, train
 
 MAX_FPR, MIN_TPR = 0.3, 0.7
 ADAM = {"learning_rate": 3e-3}
@@ -92,18 +90,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     results = {m: train(recipe, args.out, write_report=m == methods[-1])
                for m, recipe in recipes.items()}
 
-    means = {}
-    print(f"\n{'method':<8}" + "".join(f"{'test ' + m:>22}" for m in METRICS))
-    for method, runs in results.items():
-        values = {m: [run.test[m] for run in runs] for m in METRICS}
-        means[method] = {m: float(np.mean(v)) for m, v in values.items()}
-        print(f"{method:<8}" + "".join(f"{np.mean(v):>13.4f} +- {np.std(v):.4f}"
-                                       for v in values.values()))
-    print("\nThe paper's comparison, as measured here (not asserted):")
-    for method, baseline, metric in CLAIMS:
-        if method in means and baseline in means:
-            gap = means[method][metric] - means[baseline][metric]
-            print(f"  {method} - {baseline} on test {metric}: {gap:+.4f}")
+    print()
+    means = print_comparison(results, METRICS, CLAIMS)
     print(f"\nreport: {args.out}/report.md")
     return means
 

@@ -12,7 +12,7 @@ documents. An MLP (300 -> 64 -> 32 -> 1) scores every document; batches hold 16 
 
 The paper's recipe comes first for every method: ``--warmup-epochs`` of ListwiseCE, then a
 new output layer. :func:`xrisk.runner.compare` trains every method and seed and writes
-``report.md``. The script prints test NDCG@10, mean +- std over the seeds, next to
+``report.md``. The script prints test NDCG@10, mean ± sample std over the seeds, next to
 ``lightgbm.LGBMRanker`` (objective ``lambdarank``, the settings of LightGBM's example) when
 LightGBM is installed (``pip install xrisk[bench]``)::
 
@@ -99,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
     print(f"\n{'method':<12}{'test ndcg@10':>22}")
     for method, runs in values.items():
-        print(f"{method:<12}{np.mean(runs):>13.4f} +- {np.std(runs):.4f}")
+        std = np.std(runs, ddof=1) if len(runs) > 1 else 0.0  # the report's sample std
+        print(f"{method:<12}{np.mean(runs):>13.4f} ± {std:.4f}")
     means = {method: float(np.mean(runs)) for method, runs in values.items()}
     print("\nThe paper's comparison, as measured here (not asserted):")
     for method, baseline in CLAIMS:

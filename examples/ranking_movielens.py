@@ -15,7 +15,7 @@ users x (10 rated + 100 unrated movies) (``TriSampler(mode="ranking")``) with
 The paper's recipe comes first for every method: ``--warmup-epochs`` of ListwiseCE, then a
 new output layer. :func:`xrisk.runner.compare` trains every method and seed (early stopping
 on validation NDCG@10) and writes ``report.md``; the script prints test NDCG@5 and NDCG@10,
-mean +- std over the seeds, and the paper's comparison as measured (not asserted)::
+mean ± sample std over the seeds, and the paper's comparison as measured (not asserted)::
 
     python examples/ranking_movielens.py
     python examples/ranking_movielens.py --framework jax --seeds 1 --users 100
@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-import numpy as np
-
-from xrisk.runner import RecipeError, compare, load_recipe
+from xrisk.runner import RecipeError, compare, load_recipe, print_comparison
 
 METHODS = ("bce", "listwise_ce", "song", "ksong")
 METRICS = ("ndcg@5", "ndcg@10")
@@ -78,18 +76,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     except RecipeError as error:  # a bad option: the runner names the field and the fix
         parser.error(str(error))
 
-    means = {}
-    print(f"\n{'method':<12}" + "".join(f"{'test ' + m:>22}" for m in METRICS))
-    for method, runs in results.items():
-        values = {m: [run.test[m] for run in runs] for m in METRICS}
-        means[method] = {m: float(np.mean(v)) for m, v in values.items()}
-        print(f"{method:<12}" + "".join(f"{np.mean(v):>13.4f} +- {np.std(v):.4f}"
-                                        for v in values.values()))
-    print("\nThe paper's comparison, as measured here (not asserted):")
-    for method, baseline, metric in CLAIMS:
-        if method in means and baseline in means:
-            gap = means[method][metric] - means[baseline][metric]
-            print(f"  {method} - {baseline} on test {metric}: {gap:+.4f}")
+    print()
+    means = print_comparison(results, METRICS, CLAIMS)
     print(f"\nreport: {args.out}/report.md")
     return means
 

@@ -40,13 +40,13 @@ def example(request):
 
 
 def _table_rows(printed, methods, metrics):
-    """The printed ``method  mean +- std ...`` rows, parsed, for the given methods."""
+    """The printed ``method  mean ± std ...`` rows, parsed, for the given methods."""
     rows = {}
     for method in methods:
-        match = re.search(rf"^{re.escape(method)}\s+((?:\s*[\d.]+ \+- [\d.]+)+)\s*$", printed,
+        match = re.search(rf"^{re.escape(method)}\s+((?:\s*[\d.]+ ± [\d.]+)+)\s*$", printed,
                           flags=re.MULTILINE)
         assert match, f"row of {method} missing from the printed table:\n{printed}"
-        values = [float(v) for v in re.findall(r"([\d.]+) \+-", match[1])]
+        values = [float(v) for v in re.findall(r"([\d.]+) ±", match[1])]
         assert len(values) == len(metrics), (method, match[0])
         rows[method] = values
     return rows

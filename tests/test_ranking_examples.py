@@ -59,7 +59,7 @@ def test_every_method_runs_in_a_tiny_configuration(example, tmp_path, capsys):
         assert all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in values), (method, row)
         shown = re.search(rf"^{method}\s+(.*)$", printed, flags=re.MULTILINE)
         assert shown, f"row of {method} missing:\n{printed}"
-        assert [float(v) for v in re.findall(r"([\d.]+) \+-", shown[1])] == pytest.approx(
+        assert [float(v) for v in re.findall(r"([\d.]+) ±", shown[1])] == pytest.approx(
             values, abs=5e-5)
     assert "The paper's comparison, as measured here (not asserted):" in printed
     assert re.search(r"^  song - listwise_ce on test ndcg@10: [+-]\d\.\d{4}$", printed,

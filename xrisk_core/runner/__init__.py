@@ -16,7 +16,8 @@ Needs the ``runner`` extra (``pip install "xrisk[runner]"``): pydantic, PyYAML, 
 tqdm. ``import xrisk`` does not import this package.
 """
 
-from .api import compare, report, train
+from .api import compare, print_comparison, report, train
 from .recipe import Recipe, RecipeError, load_recipe
 
-__all__ = ["Recipe", "RecipeError", "load_recipe", "train", "compare", "report"]
+__all__ = ["Recipe", "RecipeError", "load_recipe", "train", "compare", "report",
+           "print_comparison"]

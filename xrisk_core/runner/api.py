@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .engine import RunResult, run_seed
 from .recipe import Recipe, RecipeError, load_recipe, parse_recipe
 
 __all__ = ["CLAIMS", "Variant", "claim_recipes", "train", "compare", "reproduce", "report",
-           "label_of", "with_method"]
+           "print_comparison", "label_of", "with_method"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,47 @@ def compare(source: Recipe | str | Path | Mapping[str, Any], methods: Sequence[s
         _save_recipe(out / label_of(recipe), recipe)
     report(out)
     return results
+
+
+def print_comparison(results: Mapping[str, Sequence[RunResult]], metrics: Sequence[str],
+                     claims: Sequence[tuple[str, str, str]] = ()) -> dict[str, dict[str, float]]:
+    """Print each method's test metrics, mean ± sample std over its seeds (as the report's
+    table), then each claim's measured gap; return the means.
+
+    ``results`` is what :func:`compare` returns (or ``{method: train(...)}``); a claim
+    ``(method, baseline, metric)`` prints ``method``'s mean minus ``baseline``'s on
+    ``metric``: what was measured, whichever way it went.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace as Run
+    >>> means = print_comparison({"ce": [Run(test={"ap": 0.5}), Run(test={"ap": 0.7})],
+    ...                           "soap": [Run(test={"ap": 0.8})]}, ["ap"],
+    ...                          [("soap", "ce", "ap")])  # doctest: +NORMALIZE_WHITESPACE
+    method          test ap
+    ce       0.6000 ± 0.1414
+    soap     0.8000 ± 0.0000
+    <BLANKLINE>
+    The paper's comparison, as measured here (not asserted):
+      soap - ce on test ap: +0.2000
+    >>> means["ce"]["ap"]
+    0.6
+    """
+    width = max(len(method) for method in results) + 2 if results else 8
+    print(f"{'method':<{width}}" + "".join(f"{'test ' + m:>18}" for m in metrics))
+    means = {}
+    for method, runs in results.items():
+        values = {m: [run.test[m] for run in runs] for m in metrics}
+        means[method] = {m: float(np.mean(v)) for m, v in values.items()}
+        print(f"{method:<{width}}" + "".join(
+            f"{np.mean(v):>9.4f} ± {np.std(v, ddof=1) if len(v) > 1 else 0.0:.4f}"
+            for v in values.values()))
+    if claims:
+        print("\nThe paper's comparison, as measured here (not asserted):")
+    for method, baseline, metric in claims:
+        if method in means and baseline in means:
+            gap = means[method][metric] - means[baseline][metric]
+            print(f"  {method} - {baseline} on test {metric}: {gap:+.4f}")
+    return means
 
 
 def reproduce(claim: str, out: str | Path, *, overrides: Sequence[str] = (),
