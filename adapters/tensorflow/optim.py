@@ -332,6 +332,7 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
     else:
         step = lr * d
     optimizer.assign_add(count, tf.constant(1, tf.int32))
+    new: Any  # θ after the step, read back only for the iterate sum
     if in_place:
         optimizer.assign_sub(variable, step)
         new = tf.convert_to_tensor(value) if rule.epoch_decay > 0 else None
