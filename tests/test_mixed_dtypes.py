@@ -28,6 +28,7 @@ import xrisk.tensorflow
 import xrisk.torch
 from tests._cases import CASES, NUM_FEATURES
 from tests._sizes import KEY_SPACES
+from xrisk._apply import compute_dtype
 from xrisk.backends import get_backend
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -267,5 +268,5 @@ def test_the_rule_widens_half_scores_to_the_loss_dtype_and_keeps_the_widest():
     definition = CASES["InfoNCELoss"].make(4, {})
     xp = get_backend("numpy").namespace
     views = {"view1": np.zeros((2, 3), np.float16), "view2": np.zeros((2, 3), np.float32)}
-    assert definition._compute_dtype(views, (np.zeros(1, np.float64),), xp) == np.float64
-    assert definition._compute_dtype(views, (), xp) == np.float32
+    assert compute_dtype(definition, views, (np.zeros(1, np.float64),), xp) == np.float64
+    assert compute_dtype(definition, views, (), xp) == np.float32
