@@ -391,6 +391,29 @@ def test_lars_steps_a_group_with_foreach_operators():
     assert counts[0] == counts[1], counts
 
 
+@pytest.mark.parametrize("name", ["PESG", "PDSCA"])
+def test_min_max_steps_read_the_step_once_and_take_no_views_of_the_auxiliaries(name):
+    """The fixed cost of a min-max step: PDSCA's phase comes from the step count read once
+    per group as a Python int (not a remainder, a comparison and a read of the result on the
+    device), PESG (whose rates ignore the step) reads nothing; the ascent gets the loss's
+    auxiliaries themselves (no detached views: step() runs under no_grad), and in PDSCA's
+    cross-entropy phase, where alpha keeps its value, alpha is not written at all."""
+    params = _layers(2)
+    loss = xr.CompositionalAUCLoss(k=2) if name == "PDSCA" else xr.AUCMLoss()
+    opt = getattr(xr, name)(params, loss, epoch_decay=1e-3)
+    for step in range(6):
+        for param in [*params, loss.a, loss.b, loss.alpha]:
+            param.grad = torch.full_like(param, 0.1)
+        version = loss.alpha._version
+        with _OpNames() as mode:
+            opt.step()
+        ops = Counter(mode.names)
+        assert ops["detach"] == ops["remainder"] == ops["lt"] == 0, ops
+        assert ops["_local_scalar_dense"] == (2 if name == "PDSCA" else 0), ops
+        alpha_written = loss.alpha._version != version
+        assert alpha_written == (name == "PESG" or step % 4 >= 2), (step, ops)
+
+
 @pytest.mark.parametrize("name, options", [("SOAP", {"mode": "sgd"}), ("PESG", {}),
                                            ("LARS", {"learning_rate": 0.1,
                                                      "weight_decay": 0.01})])

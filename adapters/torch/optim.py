@@ -190,12 +190,13 @@ class XRiskOptimizer(torch.optim.Optimizer):
         for position, group in enumerate(self.param_groups):
             rule = self._group_rule(group)
             flat = eager and rule.host_counters
-            rates = rule.rates(group["step"], lr=group["lr"],
-                               ce_lr=group.get("ce_learning_rate"))
-            if flat and isinstance(rates.ce_phase, torch.Tensor):
-                # PDSCA's phase as a Python bool: the step count lives on the CPU, so this
-                # reads no device value
-                rates = rates._replace(ce_phase=bool(rates.ce_phase))
+            step = group["step"]
+            if flat and type(rule).rates is not _STEPLESS_RATES:
+                # Rates that depend on the step (PDSCA's phase) from a Python int: the count
+                # lives on the CPU, so one read, no device sync, and Python bools (the
+                # kernels' branches) instead of three operators per group
+                step = int(step)
+            rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
             if flat:
                 self._update_flat(position, group, rule, rates)
             else:
@@ -248,12 +249,15 @@ class XRiskOptimizer(torch.optim.Optimizer):
 
     def _ascend(self, rates: Any) -> None:
         definition = self.rule.loss_definition
-        aux = definition.params_type(**{n: c.detach() for n, c in self._containers.items()})
+        # The containers themselves, no detached views (an operator each): step() runs
+        # under no_grad, so nothing computed from them records a graph
+        aux = definition.params_type(**self._containers)
         new = self.rule.ascend(aux, rates)
         for name, spec in definition.auxiliaries().items():
             if spec.role == "ascent":
-                container = self._containers[name]
-                container.copy_(getattr(new, name))
+                container, value = self._containers[name], getattr(new, name)
+                if value is not container:  # PDSCA's CE phase keeps it: nothing to copy
+                    container.copy_(value)
                 container.grad = None  # unused (closed-form ascent); zero_grad() does not see it
 
     # -- LibAUC's schedule hooks ------------------------------------------------------------
@@ -773,6 +777,10 @@ def _lars_directions(rule: Any, params: list[torch.Tensor],
         torch._foreach_mul_(directions, factors)
         return list(directions)
     return list(torch._foreach_mul(grads, factors))
+
+
+#: The base rule's ``rates``, which ignores the step (a rule keeping it needs no step read).
+_STEPLESS_RATES = UpdateRule.rates
 
 
 def _grad(param: torch.Tensor) -> torch.Tensor:
