@@ -163,7 +163,17 @@ def test_reproduce_runs_a_claim_and_refuses_an_unknown_one(tmp_path, capsys):
     assert [row[0] for row in rows] == ["torch-ce", "torch-focal", "torch-soap"]
     assert main(["reproduce", "ndcg", "--out", str(tmp_path)]) == 2
     assert ("expected one of ['ap', 'auroc', 'batch_size', 'contrastive', 'convergence', "
-            "'gamma', 'multilabel', 'pauc', 'ranking', 'sampling']") in capsys.readouterr().err
+            "'gamma', 'gamma_contrastive', 'gamma_ranking', 'multilabel', 'pauc', 'ranking', "
+            "'sampling', 'sampling_ranking']") in capsys.readouterr().err
+
+
+def test_the_help_names_every_claim(capsys):
+    from xrisk.runner.api import CLAIMS
+
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert [claim for claim in CLAIMS if f"{claim} (" not in shown] == []
 
 
 def test_reproduce_runs_an_ablation_row_by_row(tmp_path):
@@ -185,6 +195,24 @@ def test_reproduce_runs_an_ablation_row_by_row(tmp_path):
                                                       "sampling_rate": 0.1}
     assert all(r["loss"]["name"] == "AUCMLoss" and r["epochs"] == 1 and r["data"]["limit"] == 300
                for r in saved.values())
+
+
+def test_reproduce_runs_the_ranking_sampling_rows(tmp_path):
+    """sampling_ranking trains SONG with 1, 5 and 10 rated items per user, each row its own
+    folder and report row, the caller's --set applying to every row."""
+    import yaml
+
+    assert main(["reproduce", "sampling_ranking", "--out", str(tmp_path), "--quiet",
+                 "--seeds", "1", "--epochs", "1", "--set", "schedule.warmup_epochs=0",
+                 "--set", "data.limit=20", "--set", "sampler.num_neg=10",
+                 "--set", "sampler.num_queries=8", "--set", "evaluation.metrics=[ndcg@5]"]) == 0
+    _, rows = _table((tmp_path / "report.md").read_text())
+    labels = [f"torch-song-pos{n}" for n in (1, 5, 10)]
+    assert sorted(row[0] for row in rows) == sorted(labels)  # the report sorts by label
+    saved = {label: yaml.safe_load((tmp_path / label / "recipe.yaml").read_text())["sampler"]
+             for label in labels}
+    assert [(s["num_pos"], s["num_neg"], s["num_queries"]) for s in saved.values()] == [
+        (1, 10, 8), (5, 10, 8), (10, 10, 8)]
 
 
 def test_python_m_xrisk_runs_the_command():
@@ -213,6 +241,19 @@ def test_the_ablation_rows_change_what_they_name():
         f"torch-{m}-gamma{g}": (loss, g) for m, loss in (("soap", "APLoss"),
                                                           ("sopas", "pAUC_DRO_Loss"))
         for g in (0.1, 0.9, 1.0)}
+    song = claim_recipes("gamma_ranking")
+    assert {label: (r.loss.name, r.loss.options["gamma0"], r.loss.options["gamma1"])
+            for label, r in song.items()} == {
+        f"torch-song-gamma0-{g}": ("NDCGLoss", g, 0.9) for g in (0.1, 0.9, 1.0)}
+    sogclr = claim_recipes("gamma_contrastive")
+    assert {label: (r.loss.name, r.loss.options["gamma"], r.sampler.batch_size)
+            for label, r in sogclr.items()} == {
+        f"torch-sogclr-gamma{g}": ("GlobalContrastiveLoss", g, 32) for g in (0.1, 0.9, 1.0)}
+    positives = claim_recipes("sampling_ranking")
+    assert {label: (r.loss.name, r.sampler.name, r.sampler.num_queries, r.sampler.num_pos,
+                    r.sampler.num_neg) for label, r in positives.items()} == {
+        f"torch-song-pos{n}": ("NDCGLoss", "tri", 32, n, 100) for n in (1, 5, 10)}
+    assert all(r.data.name == "movielens" for r in (*song.values(), *positives.values()))
     sizes = claim_recipes("batch_size", ["seeds=1"])
     assert sorted({r.sampler.batch_size for r in sizes.values()}) == [16, 32, 64, 128]
     assert all(r.seeds == (0,) and r.data.name == "digits" for r in sizes.values())

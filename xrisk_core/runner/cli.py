@@ -7,7 +7,9 @@
     xrisk compare RECIPE --methods ce,focal,pesg,soap,sopas [--seeds 3] [--out DIR]
     xrisk tune RECIPE --trials 20 [--out DIR]
     xrisk reproduce CLAIM [--seeds 3] [--framework jax]   # auroc | ap | pauc | ranking |
-                                                          # gamma | sampling | batch_size
+                                                          # gamma | gamma_ranking
+                                                          # | gamma_contrastive | sampling
+                                                          # | sampling_ranking | batch_size
                                                           # | contrastive | multilabel
                                                           # | convergence
     xrisk report RUN_DIR
@@ -59,9 +61,12 @@ def _parser() -> argparse.ArgumentParser:
         "reproduce", help="X-risk against cross-entropy and focal loss on shipped data")
     common(reproduce, "CLAIM", "auroc (PESG, PDSCA), ap (SOAP) or pauc (SOPA, SOPAs), "
            "each against ce and focal; ranking (SONG, K-SONG against ListwiseCE and BCE on "
-           "MovieLens); gamma (SOAP, SOPAs: gamma < 1 against 1), sampling (PESG: "
-           "DualSampler rates against the natural ratio), batch_size (SOAP, gamma 0.9 and 1, "
-           "batch 128 to 16); contrastive (SogCLR against InfoNCE, batch 16 and 128); "
+           "MovieLens); gamma (SOAP, SOPAs: gamma < 1 against 1), gamma_ranking (SONG's "
+           "gamma0 < 1 against 1, MovieLens), gamma_contrastive (SogCLR's gamma < 1 against "
+           "1, digits), sampling (PESG: DualSampler rates against the natural ratio), "
+           "sampling_ranking (SONG: TriSampler's 1, 5, 10 rated items per user), "
+           "batch_size (SOAP, gamma 0.9 and 1, batch 128 to 16); contrastive (SogCLR "
+           "against InfoNCE, batch 16 and 128); "
            "multilabel (mAP, AUC-M, pAUC against BCE on all Tox21 assays); convergence (SOAP "
            "against CE and focal, training-split AP per epoch); 3 seeds")
     reproduce.add_argument("--resume", action="store_true")
