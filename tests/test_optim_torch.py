@@ -346,14 +346,36 @@ def _layers(count, width=3, dtype=torch.float32):
 def test_a_group_up_to_small_plan_elements_is_one_tile_on_one_thread(monkeypatch):
     """On one thread a group of at most SMALL_PLAN elements (where a second tile buys little
     cache) is one tile, fewer operators than tiles of TILE elements; a larger one is cut into
-    tiles of TILE elements."""
+    tiles of TILE elements (the weight's, then the bias's own)."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    for width, tiles in ((300, 1), (600, -(-(600 * 601 + 601) // xr_optim.TILE))):
+    for width, tiles in ((300, 1), (600, -(-(600 * 600) // xr_optim.TILE) + 1)):  # + bias
         params = _layers(1, width)
         assert xr_optim.TILE < sum(p.numel() for p in params) or width == 600
         opt = xr.SOAP(params)
         _step_ops(opt, params)
         assert [len(plan.tiles) for plan in opt._plans[0][2]] == [tiles], width
+
+
+@given(sizes=st.lists(st.integers(0, 40), max_size=8), tile=st.integers(1, 16))
+def test_tiles_cover_the_members_in_order_and_gather_only_whole_ones(sizes, tile):
+    """Tiles are consecutive ranges of at most ``tile`` elements covering every member in
+    order; a tile of several pieces holds whole members only (a piece of a member gathered
+    with others costs copies in and out; alone it is sliced in place), and a member that fits
+    in a tile is never cut."""
+    tiles = xr_optim._tiles(sizes, tile)
+    covered, start = [], 0
+    for first, stop, pieces in tiles:
+        assert first == start and stop - first <= tile and (stop > first or len(tiles) == 1)
+        assert sum(b - a for _, a, b in pieces) == stop - first
+        if len(pieces) > 1:
+            assert all(a == 0 and b == sizes[i] for i, a, b in pieces), (sizes, tile, pieces)
+        covered += [piece for piece in pieces if piece[2] > piece[1]]
+        start = stop
+    assert start == sum(sizes)
+    offsets = [(i, a) for i, a, _ in covered]
+    assert offsets == sorted(offsets)
+    cut = {i for i, a, b in covered if not (a == 0 and b == sizes[i])}
+    assert all(sizes[i] > tile for i in cut), (sizes, tile, cut)
 
 
 @pytest.mark.parametrize("mode", ["sgd", "adam"])

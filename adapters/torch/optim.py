@@ -366,8 +366,9 @@ def _tile_length(total: int) -> int:
     whole plan up to :data:`SMALL_PLAN`). With several, each op of a tile is a parallel
     region, whose start and join cost little on an idle machine but a scheduler slice each
     when the cores are shared: a tile gives each thread four times :data:`TILE` and a plan
-    has at most 8 tiles (so a step has about as many parallel regions as torch.optim's
-    foreach step, and the scratch is at most a quarter of the parameters)."""
+    has about 8 tiles (a few more where members end short of a tile, see :func:`_tiles`),
+    so a step has about as many parallel regions as torch.optim's foreach step, and the
+    scratch is at most a quarter of the parameters."""
     threads = torch.get_num_threads()
     if threads <= 1:
         return TILE if total > SMALL_PLAN else max(total, 1)
@@ -837,21 +838,29 @@ def _flat_view(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _tiles(sizes: list[int], tile: int) -> list[tuple[int, int, list[tuple[int, int, int]]]]:
-    """Cut the flat range of members of ``sizes`` into consecutive ranges of ``tile``
-    elements (the last one shorter): ``(start, stop, pieces)`` with each piece a
-    ``(member, first, last)`` slice of one member. At least one tile, possibly empty, so the
-    counters move even for parameters without elements."""
+    """Cut the flat range of members of ``sizes`` into consecutive ranges of at most
+    ``tile`` elements: ``(start, stop, pieces)`` with each piece a ``(member, first, last)``
+    slice of one member. Whole members that fit share a tile (gathered); a member that does
+    not fit in the open tile closes it and starts its own, and one larger than ``tile`` is
+    cut into tiles of its own (the last one shorter), so no tile gathers a piece of a member
+    with others: a gathered piece is copied in, its gradient too, and copied back (at 1 M
+    parameters a step of PESG took 0.88x, SGD 0.84x the time of tiles across members). At
+    least one tile, possibly empty, so the counters move even for parameters without
+    elements."""
     tiles: list[tuple[int, int, list[tuple[int, int, int]]]] = []
     pieces: list[tuple[int, int, int]] = []
     start = filled = 0
     for index, size in enumerate(sizes):
+        if filled and size > tile - filled:  # it would straddle: a tile of its own
+            tiles.append((start, start + filled, pieces))
+            start, pieces, filled = start + filled, [], 0
         first = 0
         while first < size:
             last = min(size, first + tile - filled)
             pieces.append((index, first, last))
             filled += last - first
             first = last
-            if filled == tile:
+            if filled == tile or (last == size and size > tile):  # full, or a cut member ends
                 tiles.append((start, start + filled, pieces))
                 start, pieces, filled = start + filled, [], 0
     if pieces or not tiles:
