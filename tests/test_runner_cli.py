@@ -246,9 +246,9 @@ def test_the_ablation_rows_change_what_they_name():
             for label, r in song.items()} == {
         f"torch-song-gamma0-{g}": ("NDCGLoss", g, 0.9) for g in (0.1, 0.9, 1.0)}
     sogclr = claim_recipes("gamma_contrastive")
-    assert {label: (r.loss.name, r.loss.options["gamma"], r.sampler.batch_size)
-            for label, r in sogclr.items()} == {
-        f"torch-sogclr-gamma{g}": ("GlobalContrastiveLoss", g, 32) for g in (0.1, 0.9, 1.0)}
+    assert {label: (r.loss.name, r.loss.options["gamma"], r.sampler.batch_size,
+                    r.optimizer.options["learning_rate"]) for label, r in sogclr.items()} == {
+        f"torch-sogclr-gamma{g}": ("GlobalContrastiveLoss", g, 32, 0.42) for g in (0.1, 0.9, 1.0)}
     positives = claim_recipes("sampling_ranking")
     assert {label: (r.loss.name, r.sampler.name, r.sampler.num_queries, r.sampler.num_pos,
                     r.sampler.num_neg) for label, r in positives.items()} == {

@@ -70,7 +70,9 @@ CLAIMS: dict[str, tuple[str, tuple[str | Variant, ...]]] = {
     "gamma": ("digits_ap", (*_gammas("soap", (0.1, 0.9, 1.0)),
                             *_gammas("sopas", (0.1, 0.9, 1.0)))),
     "gamma_ranking": ("movielens_ndcg", _gammas("song", (0.1, 0.9, 1.0), field="gamma0")),
-    "gamma_contrastive": ("digits_contrastive", _gammas("sogclr", (0.1, 0.9, 1.0))),
+    "gamma_contrastive": ("digits_contrastive", tuple(  # the recipe's LARS rate, 0.075 sqrt(32)
+        Variant(f"sogclr-gamma{g}", "sogclr", (f"loss.gamma={g}", "optimizer.learning_rate=0.42"))
+        for g in (0.1, 0.9, 1.0))),
     "sampling": ("digits_ap", (
         Variant("pesg-natural", "pesg", ("sampler.name=random",)),
         *(Variant(f"pesg-rate{r}", "pesg", (f"sampler.sampling_rate={r}",))
