@@ -286,3 +286,19 @@ def test_train_metrics_give_the_convergence_curves(tmp_path):
     assert all({"train_auroc", "train_ap", "val_auroc"} <= set(row) for row in rows)
     with Image.open(tmp_path / "figures" / "convergence.png") as image:
         image.verify()
+
+
+def test_report_rows_and_seeds_follow_the_numbers_in_their_names(tmp_path):
+    """pos5 before pos10 and seed-2 before seed-10 (a plain string sort swaps them)."""
+    from xrisk.runner.reporting import collect
+
+    for label in ("song-pos1", "song-pos10", "song-pos5"):
+        for seed in (0, 10, 2):
+            run = tmp_path / label / f"seed-{seed}"
+            run.mkdir(parents=True)
+            (run / "result.json").write_text(json.dumps({"seed": seed}))
+            (run / "metrics.jsonl").write_text("")
+            np.savez(run / "predictions.npz", scores=np.zeros(1))
+    runs = collect(tmp_path)
+    assert list(runs) == ["song-pos1", "song-pos5", "song-pos10"]
+    assert [run["result"]["seed"] for run in runs["song-pos5"]] == [0, 2, 10]

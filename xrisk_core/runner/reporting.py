@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,18 @@ import numpy as np
 __all__ = ["collect", "summary_table", "write_report"]
 
 
+def _natural_order(path: Path) -> list[Any]:
+    """Sort key reading the numbers in a path as numbers: seed-2 before seed-10, a row
+    ``pos5`` before ``pos10`` (a plain sort puts them the other way round)."""
+    return [int(part) if part.isdigit() else part
+            for part in re.split(r"(\d+)", path.relative_to(path.parents[2]).as_posix())]
+
+
 def collect(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every finished seed under ``run_dir``, by label: result, history and predictions."""
+    """Every finished seed under ``run_dir``, by label (labels and seeds in natural order):
+    result, history and predictions."""
     runs: dict[str, list[dict[str, Any]]] = {}
-    for result_file in sorted(run_dir.glob("*/seed-*/result.json")):
+    for result_file in sorted(run_dir.glob("*/seed-*/result.json"), key=_natural_order):
         seed_dir = result_file.parent
         history = [json.loads(line) for line in
                    (seed_dir / "metrics.jsonl").read_text().splitlines() if line]
