@@ -292,7 +292,7 @@ def test_report_rows_and_seeds_follow_the_numbers_in_their_names(tmp_path):
     """pos5 before pos10 and seed-2 before seed-10 (a plain string sort swaps them)."""
     from xrisk.runner.reporting import collect
 
-    for label in ("song-pos1", "song-pos10", "song-pos5"):
+    for label in ("song-pos1", "song-pos10", "song-pos5", "rate0.5", "rate0.25"):
         for seed in (0, 10, 2):
             run = tmp_path / label / f"seed-{seed}"
             run.mkdir(parents=True)
@@ -300,5 +300,5 @@ def test_report_rows_and_seeds_follow_the_numbers_in_their_names(tmp_path):
             (run / "metrics.jsonl").write_text("")
             np.savez(run / "predictions.npz", scores=np.zeros(1))
     runs = collect(tmp_path)
-    assert list(runs) == ["song-pos1", "song-pos5", "song-pos10"]
+    assert list(runs) == ["rate0.25", "rate0.5", "song-pos1", "song-pos5", "song-pos10"]
     assert [run["result"]["seed"] for run in runs["song-pos5"]] == [0, 2, 10]

@@ -25,9 +25,10 @@ __all__ = ["collect", "summary_table", "write_report"]
 
 def _natural_order(path: Path) -> list[Any]:
     """Sort key reading the numbers in a path as numbers: seed-2 before seed-10, a row
-    ``pos5`` before ``pos10`` (a plain sort puts them the other way round)."""
-    return [int(part) if part.isdigit() else part
-            for part in re.split(r"(\d+)", path.relative_to(path.parents[2]).as_posix())]
+    ``pos5`` before ``pos10``, ``rate0.25`` before ``rate0.5`` (a plain sort puts the first
+    two the other way round)."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", path.relative_to(path.parents[2]).as_posix())
+    return [float(part) if index % 2 else part for index, part in enumerate(parts)]
 
 
 def collect(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
