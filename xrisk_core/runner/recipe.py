@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 import xrisk
 from xrisk.datasets import TOX21_TASKS
@@ -52,12 +59,12 @@ CONTRASTIVE_LOSSES = ("GlobalContrastiveLoss", "InfoNCELoss")
 CONTRASTIVE_METRICS = ("probe_accuracy", "knn_accuracy")
 #: The data of contrastive runs: shipped digit images (their ten classes judge the probe).
 CONTRASTIVE_DATA = ("digits", "mnist_5k")
-#: The losses of ``task: multilabel`` (every Tox21 assay at once; CrossEntropyLoss: the
-#: per-label binary cross-entropy, missing labels masked).
+#: The losses of ``task: multilabel`` (every Tox21 assay or CheXpert task at once;
+#: CrossEntropyLoss: the per-label binary cross-entropy, missing labels masked).
 MULTILABEL_LOSSES = ("meanAveragePrecisionLoss", "MultiLabelAUCMLoss", "MultiLabelpAUCLoss",
                      "CrossEntropyLoss")
 #: The data of multi-label runs.
-MULTILABEL_DATA = ("tox21",)
+MULTILABEL_DATA = ("tox21", "chexpert")
 #: Tasks, and the losses each trains.
 TASK_LOSSES = {"binary": BINARY_LOSSES, "ranking": RANKING_LOSSES,
                "contrastive": CONTRASTIVE_LOSSES, "multilabel": MULTILABEL_LOSSES}
@@ -90,7 +97,9 @@ class DataSection(_Section):
     positive ones), ``smiles_csv`` (``smiles_column`` and a 0/1 ``label_column``, Morgan
     fingerprints, ``split: scaffold`` by default), ``medmnist`` (its own train/val/test
     splits; ``positive_classes`` by number), ``chexpert`` (a CheXpert CSV, ``task`` one of
-    the five, images under ``image_root``, ``uncertain`` per-task policy). Ranking:
+    the five, images under ``image_root``, ``uncertain`` per-task policy; multi-label
+    methods train all five, and ``test_path``, a second CSV such as CheXpert's
+    ``valid.csv``, is then their test split). Ranking:
     ``movielens`` (shipped, the paper's protocol) and ``letor`` (the shipped LightGBM set,
     or an svmlight ``path`` with ``qid``).
     """
@@ -108,15 +117,21 @@ class DataSection(_Section):
     split: Literal["random", "scaffold"] | None = None
     image_size: int | None = Field(None, ge=1)
     image_root: str | None = None
+    test_path: str | None = None
     uncertain: dict[str, Literal["ones", "zeros"]] = Field(default_factory=dict)
     test_size: float = Field(0.3, gt=0, lt=1)
     validation_size: float = Field(0.2, ge=0, lt=1)
     standardize: bool = True
     limit: int | None = Field(None, ge=20)
+    #: Whether the recipe named ``task`` (the default is filled in below): a multi-label
+    #: run refuses a named task.
+    _task_given: bool = PrivateAttr(False)
 
     @model_validator(mode="after")
     def _consistent(self) -> DataSection:
         from xrisk.datasets import CHEXPERT_TASKS
+
+        self._task_given = self.task is not None
 
         if self.name in _FILE_DATA and not self.path:
             raise ValueError(f"data.path: received None; expected the file's path with "
@@ -140,6 +155,10 @@ class DataSection(_Section):
             raise ValueError(f"data.split: received 'scaffold' for data set {self.name!r}; "
                              "expected 'random' (scaffolds need SMILES). Fix: use "
                              "data.name smiles_csv or drop data.split.")
+        if self.test_path is not None and self.name != "chexpert":
+            raise ValueError(f"data.test_path: received {self.test_path!r} for data set "
+                             f"{self.name!r}; it applies to chexpert only (its valid.csv). "
+                             "Fix: remove data.test_path.")
         if self.split is None:
             object.__setattr__(self, "split",
                                "scaffold" if self.name == "smiles_csv" else "random")
@@ -377,12 +396,13 @@ class Recipe(_Section):
             raise ValueError(f"sampler.name: received {self.sampler.name!r} for a {self.task} "
                              f"task; expected one of {list(samplers)}. Fix: set sampler.name "
                              "accordingly.")
-        if kind == "multilabel" and (self.model.name != "mlp" or self.data.imratio):
-            raise ValueError(
-                f"model.name / data.imratio: received {self.model.name!r} / "
-                f"{self.data.imratio!r} for a multilabel task; expected an mlp over the "
-                "fingerprints and no imratio (each label keeps its own ratio). Fix: set "
-                "model.name: mlp and remove data.imratio.")
+        if kind == "multilabel":
+            self._multilabel_fits()
+        elif self.data.test_path is not None:
+            raise ValueError(f"data.test_path: received {self.data.test_path!r} for a "
+                             f"{self.task} task; it applies to multi-label chexpert runs. "
+                             "Fix: use a multi-label method (e.g. ml_pesg), or remove "
+                             "data.test_path (the rows of data.path are split).")
         if self.evaluation.train_metrics and kind in ("ranking", "contrastive"):
             raise ValueError(f"evaluation.train_metrics: received True for a {kind} task; it "
                              "applies to binary and multilabel runs. Fix: remove it.")
@@ -392,6 +412,21 @@ class Recipe(_Section):
             raise ValueError(f"views: received {self.views!r} for a {kind} task; views apply "
                              "to contrastive runs only. Fix: remove views.")
         return self
+
+    def _multilabel_fits(self) -> None:
+        """A multi-label run: every task of the data at once (``data.task`` does not apply
+        and is cleared), no imratio (each label keeps its own ratio)."""
+        tasks = {"tox21": "12 Tox21 assays", "chexpert": "five CheXpert tasks"}[self.data.name]
+        if self.data._task_given:
+            raise ValueError(f"data.task: received {self.data.task!r} with the multi-label "
+                             f"method {self.method or self.loss.name!r}, which trains all "
+                             f"{tasks} at once; expected no data.task. Fix: remove data.task, "
+                             "or name a binary method (e.g. pesg) to train that task alone.")
+        object.__setattr__(self.data, "task", None)
+        if self.data.imratio:
+            raise ValueError(f"data.imratio: received {self.data.imratio!r} for a multilabel "
+                             "task; expected none (each label keeps its own ratio). Fix: "
+                             "remove data.imratio.")
 
     def _contrastive_fits(self) -> None:
         """A contrastive run: the conv encoder, no supervised warm-up, valid views, a loss
