@@ -39,3 +39,39 @@ def test_an_adapter_imports_no_private_core_module(path):
     assert not private, (
         f"{path.relative_to(ADAPTERS)} imports private core names {private}; expected only "
         "public modules and xrisk.adapter_api. Fix: add what it needs to xrisk.adapter_api.")
+
+
+FRAMEWORKS = {"torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "lightning",
+              "torchmetrics", "torchdata"}
+CORE = ADAPTERS.parent / "xrisk_core"
+
+
+@pytest.mark.parametrize("path", sorted(CORE.rglob("*.py")), ids=lambda p: str(p.relative_to(CORE)))
+def test_the_core_imports_no_framework(path):
+    """The design contract: ``xrisk_core`` imports no framework, not even inside a function
+    (the runner loads ``xrisk.<framework>.runner``, which imports its own)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [(node.lineno, node.module)]
+    framework = [f"line {line}: {name}" for line, name in found
+                 if name.split(".")[0] in FRAMEWORKS]
+    assert not framework, (
+        f"xrisk_core/{path.relative_to(CORE)} imports {framework}; expected no framework in the "
+        "core. Fix: move the framework code into adapters/<framework>/.")
+
+
+def test_a_missing_framework_is_named_with_its_extra(monkeypatch):
+    """A runner recipe for a framework whose dependency is missing: an ImportError naming
+    the missing package and the extra that installs it."""
+    pytest.importorskip("optax")
+    import sys
+
+    from xrisk.runner.engine import session_class
+
+    monkeypatch.delitem(sys.modules, "xrisk.jax.runner", raising=False)
+    monkeypatch.setitem(sys.modules, "optax", None)
+    with pytest.raises(ImportError, match=r"'optax'.*pip install \"xrisk\[jax\]\""):
+        session_class("jax")

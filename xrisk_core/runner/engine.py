@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import importlib.util
 import inspect
 import json
 import math
@@ -51,7 +50,7 @@ from .models import (
 from .recipe import CONV_MODELS, Recipe, RecipeError
 
 __all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
-           "session_class", "import_framework", "initial_weights"]
+           "session_class", "initial_weights"]
 
 
 @dataclass(frozen=True)
@@ -146,30 +145,29 @@ class Session(Protocol):
     def load_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None: ...
 
 
-def import_framework(framework: str) -> None:
-    """Import a framework safely: torch before TensorFlow (loading TensorFlow first makes a
-    later torch import crash), TensorFlow's start-up logs quiet."""
-    if framework == "tensorflow":
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # reproducible sums
-        if importlib.util.find_spec("torch") is not None:
-            import torch  # noqa: F401
-    try:
-        importlib.import_module(framework)
-    except ImportError as error:
-        extra = {"tensorflow": "tensorflow-cpu"}.get(framework, framework)
-        raise ImportError(f"framework: {framework!r} is not installed ({error}). Fix: pip "
-                          f"install \"xrisk[{extra}]\" or choose another framework.") from None
-
-
 def session_class(framework: str, name: str = "Session") -> Any:
     """``xrisk.<framework>.runner.<name>`` (``Session``, ``RankingSession``,
-    ``ContrastiveSession``), imported now (not at ``import xrisk``)."""
-    import_framework(framework)
-    module = importlib.import_module(f"xrisk.{framework}.runner")
+    ``ContrastiveSession``), imported now (not at ``import xrisk``).
+
+    The core imports no framework: the adapter's runner module imports its own. For
+    TensorFlow the start-up options are set first (no effect if it is loaded already): quiet
+    logs, and oneDNN's fused kernels off so that sums are reproducible run to run."""
+    if framework == "tensorflow":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    try:
+        module = importlib.import_module(f"xrisk.{framework}.runner")
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").split(".")[0]
+        if missing in ("xrisk", ""):
+            raise
+        extra = {"tensorflow": "tensorflow-cpu"}.get(framework, framework)
+        raise ImportError(f"framework: {framework!r} needs {missing!r}, which is not installed "
+                          f"({error}). Fix: pip install \"xrisk[{extra}]\" or choose another "
+                          "framework.") from None
     if not hasattr(module, name):
         raise RecipeError(f"framework: received {framework!r}; xrisk.{framework}.runner has no "
-                          f"{name}. Fix: set framework to torch, tensorflow or jax.")
+                          f"{name}. Fix: choose a framework that runs this task.")
     return getattr(module, name)
 
 
@@ -239,20 +237,22 @@ def _unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> Weights:
             if key.startswith(f"{prefix}/")}
 
 
-def initial_weights(recipe: Recipe, splits: Splits, seed: int) -> Weights:
+def initial_weights(recipe: Recipe, splits: Splits, seed: int, num_outputs: int = 1
+                    ) -> Weights:
     """The model of ``recipe.model`` for ``splits``, drawn from ``seed`` by its weight
-    constructor (:mod:`xrisk.runner.models`), one output: the MLP over flattened features
-    (N, D), ResNet20 and the conv encoder over images (N, H, W, C)."""
+    constructor (:mod:`xrisk.runner.models`), ``num_outputs`` logits (one per label of a
+    multi-label run): the MLP over flattened features (N, D), ResNet20 and the conv encoder
+    over images (N, H, W, C)."""
     model = recipe.model
     if model.name == "resnet20":
-        return resnet20_weights(1, in_channels=splits.x_train.shape[-1], seed=seed,
+        return resnet20_weights(num_outputs, in_channels=splits.x_train.shape[-1], seed=seed,
                                 dtype=recipe.dtype)
     if model.name == "conv_encoder":
         return conv_encoder_weights(in_channels=splits.x_train.shape[-1], widths=model.widths,
-                                    projection=(*model.hidden, 1), seed=seed,
+                                    projection=(*model.hidden, num_outputs), seed=seed,
                                     dtype=recipe.dtype)
-    return layers_weights(mlp_weights(splits.x_train.shape[1], model.hidden, 1, seed=seed,
-                                      dtype=recipe.dtype))
+    return layers_weights(mlp_weights(splits.x_train.shape[1], model.hidden, num_outputs,
+                                      seed=seed, dtype=recipe.dtype))
 
 
 def _output_layer(weights: Weights) -> str:
