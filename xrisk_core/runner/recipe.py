@@ -57,8 +57,9 @@ CONTRASTIVE_LOSSES = ("GlobalContrastiveLoss", "InfoNCELoss")
 #: Metrics of contrastive runs: the held-out accuracy of a linear probe (logistic regression on
 #: the frozen, standardized encoder features) and of a cosine k-nearest-neighbour vote.
 CONTRASTIVE_METRICS = ("probe_accuracy", "knn_accuracy")
-#: The data of contrastive runs: shipped digit images (their ten classes judge the probe).
-CONTRASTIVE_DATA = ("digits", "mnist_5k")
+#: The data of contrastive runs: shipped digit images, an image folder or a MedMNIST npz
+#: (gray or RGB; their classes judge the probe).
+CONTRASTIVE_DATA = ("digits", "mnist_5k", "image_folder", "medmnist")
 #: The losses of ``task: multilabel`` (every Tox21 assay or CheXpert task at once;
 #: CrossEntropyLoss: the per-label binary cross-entropy, missing labels masked).
 MULTILABEL_LOSSES = ("meanAveragePrecisionLoss", "MultiLabelAUCMLoss", "MultiLabelpAUCLoss",
@@ -94,9 +95,11 @@ class DataSection(_Section):
     the 12 (molecules the assay did not test are dropped), Morgan fingerprints of
     ``fingerprint_bits`` bits (RDKit). Files (``path``): ``csv`` (features and a 0/1
     ``label_column``), ``image_folder`` (class sub-folders; ``positive_classes`` names the
-    positive ones), ``smiles_csv`` (``smiles_column`` and a 0/1 ``label_column``, Morgan
-    fingerprints, ``split: scaffold`` by default), ``medmnist`` (its own train/val/test
-    splits; ``positive_classes`` by number), ``chexpert`` (a CheXpert CSV, ``task`` one of
+    positive ones of a binary task; ``grayscale: true`` reads one gray channel, the default
+    of binary tasks, while contrastive runs read RGB unless it is set), ``smiles_csv``
+    (``smiles_column`` and a 0/1 ``label_column``, Morgan fingerprints, ``split: scaffold``
+    by default), ``medmnist`` (its own train/val/test splits; ``positive_classes`` by
+    number), ``chexpert`` (a CheXpert CSV, ``task`` one of
     the five, images under ``image_root``, ``uncertain`` per-task policy; multi-label
     methods train all five, and ``test_path``, a second CSV such as CheXpert's
     ``valid.csv``, is then their test split). Ranking:
@@ -116,6 +119,7 @@ class DataSection(_Section):
     smiles_column: str = "smiles"
     split: Literal["random", "scaffold"] | None = None
     image_size: int | None = Field(None, ge=1)
+    grayscale: bool | None = None
     image_root: str | None = None
     test_path: str | None = None
     uncertain: dict[str, Literal["ones", "zeros"]] = Field(default_factory=dict)
@@ -142,10 +146,10 @@ class DataSection(_Section):
             raise ValueError(f"data.positive_class: received {self.positive_class} for data "
                              f"set {self.name!r}; it applies to digits and mnist_5k only. "
                              "Fix: remove data.positive_class.")
-        if self.name == "image_folder" and not self.positive_classes:
-            raise ValueError("data.positive_classes: received None; expected the class "
-                             "folders labelled 1 with data.name 'image_folder'. Fix: e.g. "
-                             "positive_classes: [tumour].")
+        if self.grayscale is not None and self.name != "image_folder":
+            raise ValueError(f"data.grayscale: received {self.grayscale} for data set "
+                             f"{self.name!r}; it applies to image_folder only (a MedMNIST "
+                             "file's images keep their channels). Fix: remove it.")
         if self.positive_classes is not None and self.name not in ("image_folder",
                                                                    "medmnist"):
             raise ValueError(f"data.positive_classes: received {list(self.positive_classes)} "
@@ -403,6 +407,7 @@ class Recipe(_Section):
                              f"{self.task} task; it applies to multi-label chexpert runs. "
                              "Fix: use a multi-label method (e.g. ml_pesg), or remove "
                              "data.test_path (the rows of data.path are split).")
+        self._classes_fit(kind)
         if self.evaluation.train_metrics and kind in ("ranking", "contrastive"):
             raise ValueError(f"evaluation.train_metrics: received True for a {kind} task; it "
                              "applies to binary and multilabel runs. Fix: remove it.")
@@ -427,6 +432,25 @@ class Recipe(_Section):
             raise ValueError(f"data.imratio: received {self.data.imratio!r} for a multilabel "
                              "task; expected none (each label keeps its own ratio). Fix: "
                              "remove data.imratio.")
+
+    def _classes_fit(self, kind: str) -> None:
+        """A binary image folder names its positive classes; a contrastive run keeps every
+        class (the probe's labels) and its natural ratio."""
+        data = self.data
+        if kind != "contrastive":
+            if data.name == "image_folder" and not data.positive_classes:
+                raise ValueError("data.positive_classes: received None; expected the class "
+                                 "folders labelled 1 with data.name 'image_folder'. Fix: e.g. "
+                                 "positive_classes: [tumour].")
+            return
+        for field in ("positive_classes", "imratio"):
+            value = getattr(data, field)
+            if value is not None:
+                shown = list(value) if isinstance(value, tuple) else value
+                raise ValueError(f"data.{field}: received {shown!r} for a contrastive task; "
+                                 "expected none (a contrastive run keeps every class as it "
+                                 "is: the linear probe and kNN vote are judged on them). "
+                                 f"Fix: remove data.{field}.")
 
     def _contrastive_fits(self) -> None:
         """A contrastive run: the conv encoder, no supervised warm-up, valid views, a loss
