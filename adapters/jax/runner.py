@@ -72,7 +72,10 @@ class Session:
             jax.config.update("jax_enable_x64", True)
         self.dtype, self.kind = dtype, model
         self.apply = _model_apply(model, activation)
-        self.x_train, self.y_train = jnp.asarray(splits.x_train), jnp.asarray(splits.y_train)
+        # an array, or rows read on request (multi-label CheXpert's images: LazyImages)
+        self.lazy = not isinstance(splits.x_train, np.ndarray)
+        self.x_train: Any = splits.x_train if self.lazy else jnp.asarray(splits.x_train)
+        self.y_train = jnp.asarray(splits.y_train)
         # multi-label: labels (N, K) with NaN where missing, one logit per label
         self.multilabel = splits.y_train.ndim == 2
         self.num_samples = len(splits.y_train)
@@ -93,8 +96,9 @@ class Session:
         apply, multilabel = self.apply, self.multilabel
         x_train, y_train = self.x_train, self.y_train
 
-        def objective(params: Any, state: Any, batch_norm: Any, index: jax.Array) -> Any:
-            out, batch_norm = apply(params["model"], batch_norm, x_train[index], True)
+        def objective(params: Any, state: Any, batch_norm: Any, index: jax.Array,
+                      inputs: jax.Array) -> Any:
+            out, batch_norm = apply(params["model"], batch_norm, inputs, True)
             logits = out if multilabel else out[:, 0]
             if masked:
                 return _masked_cross_entropy(logits, y_train[index]), (state, batch_norm)
@@ -103,11 +107,13 @@ class Session:
             return loss, (state, batch_norm)
 
         # Parameters, optimizer, loss and BatchNorm state are donated: updated in place.
+        # Images read from disk per batch (LazyImages) enter the step as ``inputs``; arrays
+        # are gathered inside it.
         @functools.partial(jax.jit, donate_argnums=(0, 1, 2, 3))
         def train_step(params: Any, opt_state: Any, state: Any, batch_norm: Any,
-                       index: jax.Array) -> Any:
+                       index: jax.Array, inputs: jax.Array | None = None) -> Any:
             (loss, (state, batch_norm)), grads = jax.value_and_grad(objective, has_aux=True)(
-                params, state, batch_norm, index)
+                params, state, batch_norm, index, x_train[index] if inputs is None else inputs)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state, state, batch_norm, loss
 
@@ -120,9 +126,10 @@ class Session:
     def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[jax.Array]:
         carry = self.carry
         for index in batches:
+            inputs = self.x_train[index] if self.lazy else None  # read from disk now
             (carry["params"], carry["opt_state"], carry["state"], carry["bn"],
              loss) = self.train_step(carry["params"], carry["opt_state"], carry["state"],
-                                     carry["bn"], index.astype(np.int32))
+                                     carry["bn"], index.astype(np.int32), inputs)
             yield loss
 
     def predict(self, x: np.ndarray) -> np.ndarray:

@@ -58,7 +58,9 @@ class Session:
         else:
             raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
                              "'conv_encoder'. Fix: set model.name to one of those.")
-        self.x_train = tf.constant(splits.x_train)
+        # an array, or rows read on request (multi-label CheXpert's images: LazyImages)
+        self.lazy = not isinstance(splits.x_train, np.ndarray)
+        self.x_train: Any = splits.x_train if self.lazy else tf.constant(splits.x_train)
         self.y_train = tf.constant(splits.y_train)
         # multi-label: labels (N, K) with NaN where missing, one logit per label
         self.multilabel = splits.y_train.ndim == 2
@@ -78,10 +80,9 @@ class Session:
         to_scores = tf.sigmoid if phase.probability else (lambda z: z)
         model, x_train, y_train = self.model, self.x_train, self.y_train
 
-        @tf.function
-        def train_step(index: tf.Tensor) -> tf.Tensor:
+        def step(inputs: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
-                out = model(tf.gather(x_train, index), training=True)
+                out = model(inputs, training=True)
                 logits = out if multilabel else out[:, 0]
                 labels = tf.gather(y_train, index)
                 loss = (_masked_cross_entropy(logits, labels) if masked
@@ -90,11 +91,21 @@ class Session:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss
 
-        self.loss_fn, self.optimizer, self.train_step = loss_fn, optimizer, train_step
+        @tf.function
+        def train_step(index: tf.Tensor) -> tf.Tensor:
+            return step(tf.gather(x_train, index), index)
+
+        # images read from disk per batch enter the step as an input
+        read_step = tf.function(step)
+        self.loss_fn, self.optimizer = loss_fn, optimizer
+        self.train_step, self.read_step = train_step, read_step
 
     def epoch(self, batches: Iterable[np.ndarray]) -> Iterator[tf.Tensor]:
         for index in batches:
-            yield self.train_step(tf.constant(index))
+            if self.lazy:
+                yield self.read_step(tf.constant(self.x_train[index]), tf.constant(index))
+            else:
+                yield self.train_step(tf.constant(index))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         # in chunks: a conv net's activations of a whole split are big

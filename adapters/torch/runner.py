@@ -62,7 +62,9 @@ class Session:
         # torch's global generator (dropout, user layers) starts from the run's seed; the
         # checkpoint keeps its state.
         torch.manual_seed(seed)
-        self.x_train = self._inputs(splits.x_train)
+        # an array, or rows read on request (multi-label CheXpert's images: LazyImages)
+        self.x_train: Any = (self._inputs(splits.x_train)
+                             if isinstance(splits.x_train, np.ndarray) else splits.x_train)
         self.y_train = torch.from_numpy(splits.y_train)
         # multi-label: labels (N, K) with NaN where missing, one logit per label
         self.multilabel = splits.y_train.ndim == 2
@@ -91,7 +93,9 @@ class Session:
         self.model.train()
         for index in batches:
             index_t = torch.from_numpy(index)
-            logits = self._logits(self.model(self.x_train[index_t]))
+            inputs = (self.x_train[index_t] if isinstance(self.x_train, torch.Tensor)
+                      else self._inputs(self.x_train[index]))  # read from disk now
+            logits = self._logits(self.model(inputs))
             labels = self.y_train[index_t]
             loss = (_masked_cross_entropy(logits, labels) if self.masked
                     else self.loss_fn(self.to_scores(logits), labels, index_t))
@@ -102,10 +106,9 @@ class Session:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         self.model.eval()  # BatchNorm: running statistics
-        inputs = self._inputs(x)
         with torch.no_grad():  # in chunks: a conv net's activations of a whole split are big
-            return torch.cat([self._logits(self.model(inputs[i:i + 1024]))
-                              for i in range(0, max(len(inputs), 1), 1024)]).numpy().copy()
+            return torch.cat([self._logits(self.model(self._inputs(x[i:i + 1024])))
+                              for i in range(0, max(len(x), 1), 1024)]).numpy().copy()
 
     def _logits(self, out: torch.Tensor) -> torch.Tensor:
         return out if self.multilabel else out[:, 0]
