@@ -127,7 +127,7 @@ def _raw(section: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
         if section.name == "image_folder":
             dataset = datasets.binary_image_folder(
                 section.path, list(section.positive_classes), image_size=section.image_size,
-                grayscale=True)
+                grayscale=section.grayscale is not False)  # gray unless the recipe says RGB
             y = dataset.targets
         else:
             dataset = datasets.load_chexpert(section.path, section.image_root or "",
