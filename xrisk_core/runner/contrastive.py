@@ -12,10 +12,16 @@ images by
 - ``knn_accuracy``: a vote of the :data:`KNN_NEIGHBOURS` training images of highest cosine
   similarity.
 
-Data: the shipped digit images (``digits``, 8 x 8, or ``mnist_5k``, 28 x 28; ten classes),
-split stratified into train / validation / test from the seed. Grayscale images go through
-the RGB view pipeline as three equal channels and come back as one (every step keeps a gray
-image gray).
+Data (:func:`load_images`): the shipped digit images (``digits``, 8 x 8, or ``mnist_5k``,
+28 x 28; ten classes); your own images in an ``image_folder`` (one sub-folder per class,
+JPEG/PNG, listed without reading and read once after ``limit``; RGB unless
+``data.grayscale``, resized to ``data.image_size``); or a ``medmnist`` npz (gray
+(N, H, W) or RGB (N, H, W, 3) images, one class label per image). Every class is kept: the
+classes judge the probes. The file's own splits are used where it has them; the rest is split
+stratified (test, then validation) from the seed. The encoder takes the data's channels. RGB
+images go through SimCLR's RGB view pipeline (:mod:`xrisk.datasets.views`: crop, flip,
+colour jitter, grayscale); grayscale images go through it as three equal channels and come
+back as one (every step keeps a gray image gray).
 
 The step-size rule: under LARS, with the same learning rate, InfoNCE's gradient is about
 1/(2 tau) times SogCLR's, and the parameters outside the trust ratio (biases, BatchNorm) take
@@ -25,7 +31,8 @@ loss stays unscaled; ``loss.scale`` overrides it). docs/runner.md shows the meas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +63,17 @@ class ImageSplits:
 
 
 def load_images(section: Any, *, seed: int, dtype: str) -> ImageSplits:
-    """The images and digit classes of ``section`` (``digits`` or ``mnist_5k``), ``limit``
-    applied (a seeded subset), split stratified (test, then validation from the rest).
+    """The images (N, H, W, C), values in [0, 1], and classes of ``section``: ``digits`` or
+    ``mnist_5k`` (C = 1), ``image_folder`` or ``medmnist`` (C = 1 or 3), ``limit`` applied
+    (a seeded subset; per split of a MedMNIST file), split stratified (test, then validation
+    from the rest) where the data has no splits of its own.
+
+    Raises
+    ------
+    ValueError
+        Images that are not (N, H, W) or (N, H, W, 3), or not in [0, 1]; fewer than two
+        classes; a MedMNIST file without ``train_images`` / ``train_labels``, or with several
+        labels per image; too few images of a class to split; each with the fix.
 
     Examples
     --------
@@ -80,16 +96,130 @@ def load_images(section: Any, *, seed: int, dtype: str) -> ImageSplits:
         from xrisk.datasets import load_mnist_5k
 
         x, y = load_mnist_5k(seed=0)
+    elif section.name == "image_folder":
+        parts = _folder_splits(section, seed)
+    elif section.name == "medmnist":
+        parts = _medmnist_splits(section, seed)
     else:
         raise ValueError(f"data.name: received {section.name!r} for a contrastive run; "
-                         "expected 'digits' or 'mnist_5k'. Fix: name one of those.")
-    rows = _limited(section, y.size, seed)
-    if rows is not None:
-        x, y = x[rows], y[rows]
-    parts = _split(section, x[..., None], y, seed)
+                         "expected 'digits', 'mnist_5k', 'image_folder' or 'medmnist'. Fix: "
+                         "name one of those.")
+    if section.name in ("digits", "mnist_5k"):
+        rows = _limited(section, y.size, seed)
+        if rows is not None:
+            x, y = x[rows], y[rows]
+        parts = _split(section, x[..., None], y, seed)
     cast = np.dtype(dtype)
     return ImageSplits(*(np.ascontiguousarray(a, dtype=cast if a.ndim > 1 else np.int64)
                          for part in parts for a in part))
+
+
+def _channels_last(x: np.ndarray, where: str) -> np.ndarray:
+    """Images (N, H, W) or (N, H, W, 1 or 3) as (N, H, W, C), checked to lie in [0, 1]."""
+    if x.ndim == 3:
+        x = x[..., None]
+    if x.ndim != 4 or x.shape[-1] not in (1, 3) or 0 in x.shape[1:]:
+        raise ValueError(f"{where}: images of shape {x.shape}; expected (N, H, W) grayscale "
+                         "or (N, H, W, 3) RGB images, channels last. Fix: store gray images "
+                         "without a channel axis and colour ones as RGB (drop an alpha "
+                         "channel, move a channels-first axis to the end).")
+    if x.size and (np.isnan(x).any() or x.min() < 0.0 or x.max() > 1.0):
+        raise ValueError(f"{where}: image values in [{np.nanmin(x):g}, {np.nanmax(x):g}]; "
+                         "expected uint8 pixels (0-255) or floats in [0, 1] (the colour "
+                         "jitter works on [0, 1]). Fix: store uint8, or divide by 255.")
+    return x
+
+
+def _check_classes(y: np.ndarray, where: str) -> None:
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(f"{where}: received images of {classes.size} class "
+                         f"({classes.tolist()}); expected two or more classes (a contrastive "
+                         "run's linear probe and kNN vote are judged on them). Fix: give "
+                         "images of several classes (one sub-folder per class).")
+
+
+def _stratified(split: Callable[[], Any], where: str, y: np.ndarray, section: Any) -> Any:
+    """``split()`` (a stratified split), its scikit-learn error made a recipe error."""
+    try:
+        return split()
+    except ValueError as error:
+        classes, counts = np.unique(y, return_counts=True)
+        per_class = {int(k): int(v) for k, v in zip(classes, counts, strict=True)}
+        raise ValueError(
+            f"{where}: images per class {per_class} cannot be split stratified with "
+            f"data.test_size {section.test_size} and "
+            f"data.validation_size {section.validation_size} ({error}); expected enough "
+            "images of every class for each split. Fix: add images (or raise data.limit), or "
+            "lower data.test_size / data.validation_size.") from None
+
+
+def _folder_splits(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """An image folder's classes, read (only the ``limit`` rows), split stratified."""
+    from xrisk.datasets import ImageFolder, IndexedDataset
+
+    from .data import _images, _limited, _split
+
+    folder = ImageFolder(section.path, image_size=section.image_size,
+                         grayscale=bool(section.grayscale))
+    where = f"data.path {section.path!r} (classes {list(folder.classes)})"
+    _check_classes(folder.targets, where)
+    rows = _limited(section, folder.targets.size, seed)
+    y = folder.targets if rows is None else folder.targets[rows]
+    _check_classes(y, f"{where}, data.limit {section.limit}")
+    x = _channels_last(_images(IndexedDataset(folder, folder.targets, inputs=0), rows), where)
+    return _stratified(lambda: _split(section, x, y, seed), where, y, section)
+
+
+def _medmnist_splits(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A MedMNIST npz's own train / val / test splits (``limit`` per split); a split the file
+    lacks is carved from its training images, stratified."""
+    from sklearn.model_selection import train_test_split
+
+    from xrisk.datasets import load_medmnist_npz
+
+    from .data import _limited
+
+    # train is required (load_medmnist_npz names what is missing); val and test are carved
+    # from it where the file has neither their images nor their labels
+    loaded = {"train": load_medmnist_npz(section.path, "train")}
+    with np.load(section.path, allow_pickle=False) as archive:
+        files = set(archive.files)
+    for split in ("val", "test"):
+        if {f"{split}_images", f"{split}_labels"} & files:
+            loaded[split] = load_medmnist_npz(section.path, split)
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for split, (x, y) in loaded.items():
+        where = f"data.path {section.path!r}, {split}_images"
+        if y.ndim != 1:
+            raise ValueError(f"data.path {section.path!r}: {split}_labels of shape "
+                             f"{y.shape}; expected one class label per image (N,) or (N, 1) "
+                             "for a contrastive run's probe. Fix: use a single-label file "
+                             "(multi-label sets such as ChestMNIST are not supported here).")
+        rows = _limited(section, y.size, seed)
+        if rows is not None:
+            x, y = x[rows], y[rows]
+        parts[split] = (_channels_last(x.astype(np.float64), where), y)
+    shapes = {split: x.shape[1:] for split, (x, _) in parts.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"data.path {section.path!r}: images of shapes {shapes} per split; "
+                         "expected one (H, W[, C]) for every split. Fix: store the splits "
+                         "at one size and with the same channels.")
+    where = f"data.path {section.path!r}, train split"
+    _check_classes(parts["train"][1], where)
+    x, y = parts["train"]
+    for split, size in (("test", section.test_size), ("val", section.validation_size)):
+        if split in parts:
+            continue
+        if size == 0:
+            parts[split] = (x[:0], y[:0])
+            continue
+        x, x_held, y, y_held = _stratified(
+            functools.partial(train_test_split, x, y, test_size=size, stratify=y,
+                              random_state=seed), where, y, section)
+        parts[split] = (x_held, y_held)
+    parts["train"] = (x, y)
+    return [parts[split] for split in ("train", "val", "test")]
 
 
 def probe_accuracy(train: np.ndarray, y_train: np.ndarray, *held: np.ndarray
