@@ -256,3 +256,14 @@ def test_a_bad_contrastive_data_section_names_the_field_and_the_fix(data, messag
     # a binary image folder still needs its positive classes
     with pytest.raises(RecipeError, match="data.positive_classes: received None"):
         parse_recipe({"data": {"name": "image_folder", "path": "x"}, "method": "soap"})
+
+
+def test_the_documented_recipe_validates():
+    import yaml
+
+    page = (Path(__file__).parent.parent / "docs" / "runner.md").read_text()
+    section = page.split("### Contrastive learning on your own images", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    recipe = parse_recipe(yaml.safe_load(block))
+    assert recipe.task == "contrastive" and recipe.data.name == "image_folder"
+    assert recipe.optimizer.name == "LARS" and recipe.model.name == "conv_encoder"
