@@ -114,16 +114,18 @@ class _Interrupt(Exception):
     pass
 
 
-def test_an_interrupted_rgb_run_resumes_bit_exactly(runs, sources, tmp_path):
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_an_interrupted_rgb_run_resumes_bit_exactly(runs, sources, tmp_path, framework):
     def on_batch(epoch, batch, loss):
         if (epoch, batch) == (1, 1):
             raise _Interrupt
 
-    recipe = load_recipe({**TINY, "data": sources["image_folder"], "method": "sogclr"})
+    recipe = load_recipe({**TINY, "data": sources["image_folder"], "method": "sogclr",
+                          "framework": framework})
     with pytest.raises(_Interrupt):
         run_seed(recipe, 0, tmp_path, progress=False, on_batch=on_batch)
     run_seed(recipe, 0, tmp_path, resume=True, progress=False)
-    reference = runs["image_folder", "torch"].run_dir
+    reference = runs["image_folder", framework].run_dir
     assert _history(tmp_path) == _history(reference)
     with np.load(tmp_path / "checkpoints" / "epoch-0001.npz") as got, \
             np.load(reference / "checkpoints" / "epoch-0001.npz") as want:
