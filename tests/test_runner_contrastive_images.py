@@ -228,6 +228,10 @@ def test_a_binary_image_folder_reads_rgb_on_request(sources):
         tmp / "multi.npz", {"train": 6}, train_labels=np.zeros((6, 14), np.int64)))},
      r"train_labels of shape \(6, 14\); expected one class label per image.*Fix"),
     (lambda tmp: {"name": "medmnist", "path": str(_npz(
+        tmp / "negative.npz", {"train": 6},
+        train_labels=np.array([-1, 0, 1, -1, 0, 1]).reshape(-1, 1)))},
+     r"class labels \[-1, 0, 1\]; expected class numbers >= 0"),
+    (lambda tmp: {"name": "medmnist", "path": str(_npz(
         tmp / "scaled.npz", {"train": 6},
         train_images=np.full((6, 16, 16, 3), 200.0, np.float32)))},
      r"image values in \[200, 200\]; expected uint8 pixels \(0-255\) or floats in \[0, 1\]"),

@@ -131,7 +131,11 @@ def _channels_last(x: np.ndarray, where: str) -> np.ndarray:
 
 
 def _check_classes(y: np.ndarray, where: str) -> None:
+    """Two or more classes, numbered from 0 (the kNN vote counts votes per class number)."""
     classes = np.unique(y)
+    if classes.size and classes[0] < 0:
+        raise ValueError(f"{where}: class labels {classes[:10].tolist()}; expected class "
+                         "numbers >= 0. Fix: number the classes 0, 1, 2, ...")
     if classes.size < 2:
         raise ValueError(f"{where}: received images of {classes.size} class "
                          f"({classes.tolist()}); expected two or more classes (a contrastive "
