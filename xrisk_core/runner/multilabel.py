@@ -115,12 +115,13 @@ class LazyImages:
     >>> import numpy as np
     >>> from PIL import Image
     >>> from xrisk.datasets import CHEXPERT_TASKS, load_chexpert
+    >>> from xrisk.runner.multilabel import LazyImages
     >>> root = Path(tempfile.mkdtemp())
     >>> for i in range(3):
     ...     Image.new("L", (6, 6), 50 * i).save(root / f"{i}.png")
     >>> rows = [f"{i}.png,Frontal," + ",".join(["0.0"] * 5) for i in range(3)]
     >>> _ = (root / "train.csv").write_text(
-    ...     "Path,Frontal/Lateral," + ",".join(CHEXPERT_TASKS) + "\n" + "\n".join(rows))
+    ...     "Path,Frontal/Lateral," + ",".join(CHEXPERT_TASKS) + "\\n" + "\\n".join(rows))
     >>> images = LazyImages(load_chexpert(root / "train.csv", root, image_size=4),
     ...                     np.array([2, 0]), mean=0.0, std=1.0, flat=False, dtype="float64")
     >>> images.shape, images[:1].shape, round(float(images[np.array([0, 1])][0].max()), 3)
