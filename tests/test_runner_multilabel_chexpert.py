@@ -134,10 +134,34 @@ def test_images_are_read_from_disk_batch_by_batch(files, monkeypatch):
     monkeypatch.setattr(chexpert.ChestImages, "__getitem__", counting)
     task.start(task.main)
     task.sampler.set_epoch(0)
-    batches = [np.array(batch) for batch in task.sampler]
-    list(task.session.epoch(batches))
-    # each step read its batch's images, nothing more
+    batches = []
+
+    def seen(source):
+        for batch in source:
+            batches.append(np.array(batch))
+            yield batch
+
+    list(task.session.epoch(seen(task.batches(task.main, 0))))
+    # each step read its batch's images once (the batch read ahead is the one trained on)
+    assert len(batches) > 1
     assert sorted(read) == sorted(x_train.rows[np.concatenate(batches)].tolist())
+
+
+def test_a_batch_read_ahead_equals_a_plain_read(files):
+    from xrisk.runner.multilabel import load_multilabel
+
+    recipe = load_recipe(_raw(files))
+    x = load_multilabel(recipe.data, seed=0, dtype="float64").x_train
+    assert x.shape == (len(x), 36)  # flattened for an MLP
+    batches = [np.array([3, 1, 4]), np.array([1, 5]), np.array([9, 2, 6])]
+    for batch, want in zip(x.read_ahead(iter(batches)), batches, strict=True):
+        assert batch is want
+        np.testing.assert_array_equal(x[batch], x._read(batch))
+    # the read ahead is matched by dtype and values: int32 [1, 0] has int64 [1]'s bytes
+    ahead = x.read_ahead([np.array([0]), np.array([1], dtype=np.int64)])
+    next(ahead)
+    np.testing.assert_array_equal(x[np.array([1, 0], dtype=np.int32)], x._read(np.array([1, 0])))
+    np.testing.assert_array_equal(x[np.array([1])], x._read(np.array([1])))
 
 
 def test_the_split_keeps_each_patient_in_one_split(files):

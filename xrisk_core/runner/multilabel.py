@@ -29,7 +29,10 @@ The split (:func:`chexpert_rows`) keeps each patient in one split.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -93,7 +96,10 @@ class LazyImages:
     ``(B, H, W, 1)`` (``flat=False``, a conv model's input) or ``(B, H * W)``.
 
     The runner's sessions index it batch by batch (training) and in chunks (prediction);
-    nothing holds a whole split of images in memory.
+    nothing holds a whole split of images in memory. The images of a batch are decoded by a
+    pool of threads (Pillow releases the GIL while it decodes and resizes), and
+    :meth:`read_ahead` reads the next training batch while the model trains on the current
+    one; the values are the same as a plain read's.
 
     Parameters
     ----------
@@ -107,6 +113,8 @@ class LazyImages:
         Flatten each image (an MLP's input).
     dtype : str
         The dtype of what indexing returns.
+    workers : int, optional
+        Threads that decode a batch's images; default ``min(8, os.cpu_count())``.
 
     Examples
     --------
@@ -129,8 +137,10 @@ class LazyImages:
     """
 
     def __init__(self, dataset: Any, rows: np.ndarray, *, mean: float, std: float, flat: bool,
-                 dtype: str) -> None:
+                 dtype: str, workers: int | None = None) -> None:
         self.dataset, self.rows = dataset, np.asarray(rows, dtype=np.int64)
+        self.workers = max(1, workers or min(8, os.cpu_count() or 1))
+        self._ahead: tuple[tuple[str, bytes], Future[np.ndarray]] | None = None
         self.mean, self.std, self.flat = float(mean), float(std), flat
         self.dtype = np.dtype(dtype)
         size = int(dataset.data.image_size)
@@ -142,18 +152,58 @@ class LazyImages:
         return len(self.rows)
 
     def __getitem__(self, key: slice | np.ndarray) -> np.ndarray:
+        if isinstance(key, np.ndarray) and self._ahead is not None:
+            wanted, future = self._ahead
+            if _key(key) == wanted:  # the batch read_ahead has read (or is reading)
+                self._ahead = None
+                return future.result()
+        return self._read(key)
+
+    def _read(self, key: slice | np.ndarray) -> np.ndarray:
         rows = self.rows[key]
         if rows.ndim != 1:
             raise TypeError(f"LazyImages: received the key {key!r}; expected a slice or a 1-D "
                             "index array (a batch). Fix: index with an array of rows.")
         if not len(rows):
             return np.empty((0, *self.shape[1:]), dtype=self.dtype)
-        x, _, _ = self.dataset.batch(rows)
-        x = (np.asarray(x, dtype=np.float64) - self.mean) / self.std
+        x = np.stack(list(_pool("decode", self.workers).map(self.dataset.data.__getitem__,
+                                                             rows.tolist())))
+        x = (x.astype(np.float64) - self.mean) / self.std
         return np.ascontiguousarray(x.reshape(len(rows), *self.shape[1:]), dtype=self.dtype)
+
+    def read_ahead(self, batches: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Yield ``batches`` (index arrays into this split), each after starting to read the
+        one that follows it, so that ``self[batch]`` finds it read."""
+        iterator = iter(batches)
+        current = next(iterator, None)
+        while current is not None:
+            following = next(iterator, None)
+            if following is not None:
+                key = np.asarray(following)
+                self._ahead = (_key(key), _pool("ahead", 1).submit(self._read, key))
+            yield current
+            current = following
+        self._ahead = None
 
     def __repr__(self) -> str:
         return f"LazyImages(shape={self.shape}, dtype={self.dtype})"
+
+
+_POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
+
+
+def _key(index: np.ndarray) -> tuple[str, bytes]:
+    """An index array's identity: its dtype and values (1-D)."""
+    return index.dtype.str, index.tobytes()
+
+
+def _pool(purpose: str, workers: int) -> ThreadPoolExecutor:
+    """One shared pool per purpose and size (decoding a batch; reading the next batch ahead:
+    two pools, so that a read ahead never waits for its own pool's threads)."""
+    key = (purpose, workers)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix=f"xrisk-{purpose}")
+    return _POOLS[key]
 
 
 def _patients(paths: list[Any]) -> np.ndarray:
@@ -230,7 +280,7 @@ def _chexpert_splits(section: Any, *, seed: int, dtype: str, images: bool) -> Sp
     if section.standardize:
         sample = train if len(train) <= STATISTICS_IMAGES else np.sort(
             np.random.default_rng([seed, 1]).choice(train, STATISTICS_IMAGES, replace=False))
-        pixels = np.asarray(dataset.batch(sample)[0], dtype=np.float64)
+        pixels = LazyImages(dataset, sample, mean=0.0, std=1.0, flat=True, dtype="float64")[:]
         mean, std = float(pixels.mean()), float(pixels.std())
         std = std if std > 0 else 1.0
     cast_to = np.dtype(dtype)
@@ -289,6 +339,12 @@ class MultiLabelTask(BinaryTask):
         # random batches (a dual sampler needs one label per example)
         self.sampler = make_sampler(recipe, splits.y_train[:, 0], seed)
         self.stages = main_stages(recipe)
+
+    def batches(self, phase: Any, epoch: int) -> Iterable[Any]:
+        """The sampler's batches; images read from disk are read one batch ahead."""
+        x_train = self.splits.x_train
+        return (x_train.read_ahead(self.sampler) if isinstance(x_train, LazyImages)
+                else self.sampler)
 
     def score(self, labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
         """The recipe's metrics, each averaged over the labels (:func:`label_metrics`)."""
