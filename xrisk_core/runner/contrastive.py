@@ -84,6 +84,19 @@ def load_images(section: Any, *, seed: int, dtype: str) -> ImageSplits:
     >>> splits.x_train.shape[1:], len(set(splits.y_train.tolist()))
     ((8, 8, 1), 10)
     """
+    readers = {"digits": _digit_splits, "mnist_5k": _digit_splits,
+               "image_folder": _folder_splits, "medmnist": _medmnist_splits}
+    if section.name not in readers:
+        raise ValueError(f"data.name: received {section.name!r} for a contrastive run; "
+                         f"expected one of {list(readers)}. Fix: name one of those.")
+    parts = readers[section.name](section, seed)
+    cast = np.dtype(dtype)
+    return ImageSplits(*(np.ascontiguousarray(a, dtype=cast if a.ndim > 1 else np.int64)
+                         for part in parts for a in part))
+
+
+def _digit_splits(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The shipped digits (8 x 8) or MNIST-5k (28 x 28) images and their ten classes."""
     from .data import _limited, _split
 
     if section.name == "digits":
@@ -92,26 +105,14 @@ def load_images(section: Any, *, seed: int, dtype: str) -> ImageSplits:
         bunch = sklearn.datasets.load_digits()
         x = np.asarray(bunch.data, dtype=np.float64).reshape(-1, 8, 8) / 16.0
         y = np.asarray(bunch.target, dtype=np.int64)
-    elif section.name == "mnist_5k":
+    else:
         from xrisk.datasets import load_mnist_5k
 
         x, y = load_mnist_5k(seed=0)
-    elif section.name == "image_folder":
-        parts = _folder_splits(section, seed)
-    elif section.name == "medmnist":
-        parts = _medmnist_splits(section, seed)
-    else:
-        raise ValueError(f"data.name: received {section.name!r} for a contrastive run; "
-                         "expected 'digits', 'mnist_5k', 'image_folder' or 'medmnist'. Fix: "
-                         "name one of those.")
-    if section.name in ("digits", "mnist_5k"):
-        rows = _limited(section, y.size, seed)
-        if rows is not None:
-            x, y = x[rows], y[rows]
-        parts = _split(section, x[..., None], y, seed)
-    cast = np.dtype(dtype)
-    return ImageSplits(*(np.ascontiguousarray(a, dtype=cast if a.ndim > 1 else np.int64)
-                         for part in parts for a in part))
+    rows = _limited(section, y.size, seed)
+    if rows is not None:
+        x, y = x[rows], y[rows]
+    return _split(section, x[..., None], y, seed)
 
 
 def _channels_last(x: np.ndarray, where: str) -> np.ndarray:
