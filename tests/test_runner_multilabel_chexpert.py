@@ -251,3 +251,56 @@ def test_a_multilabel_chexpert_recipe_trains_every_task():
     assert (recipe.task, recipe.data.task, recipe.loss.name, recipe.sampler.name) == (
         "multilabel", None, "MultiLabelpAUCLoss", "random")
     assert load_recipe(recipe.to_dict()).to_dict() == recipe.to_dict()  # resume, tune
+
+
+def _medmnist(path, labels):
+    """A MedMNIST-style file (8x8 gray images) with ``labels`` columns per image (ChestMNIST
+    has 14), or one class column for ``labels=1``."""
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for split, count in (("train", 40), ("val", 16), ("test", 16)):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (count, 8, 8), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (rng.random((count, labels)) < 0.4).astype(np.uint8)
+    np.savez(path, **arrays)
+    return path
+
+
+def test_a_multilabel_medmnist_file_trains_every_label_alike_in_the_three_frameworks(
+        tmp_path):
+    path = _medmnist(tmp_path / "chestmnist.npz", 4)
+    raw = {"method": "ml_sopas", "dtype": "float64", "epochs": 2, "model": {"hidden": [6]},
+           "data": {"name": "medmnist", "path": str(path)}, "sampler": {"batch_size": 16},
+           "evaluation": {"metrics": ["auroc", "pauc"], "early_stopping": False}}
+    histories = {}
+    for framework in FRAMEWORKS:
+        recipe = load_recipe({**raw, "framework": framework})
+        histories[framework] = run_seed(recipe, 0, tmp_path / framework,
+                                        progress=False).history
+    with np.load(tmp_path / "torch" / "predictions.npz") as data:
+        assert data["test_logits"].shape == data["y_test"].shape == (16, 4)
+    for framework in ("tensorflow", "jax"):
+        for got, want in zip(histories[framework], histories["torch"], strict=True):
+            for key, value in want.items():
+                assert got[key] == (pytest.approx(value, rel=1e-9, abs=1e-12)
+                                    if isinstance(value, float) else value), (framework, key)
+
+
+def test_medmnist_label_shapes_must_fit_the_method(tmp_path):
+    from xrisk.runner.engine import BinaryTask
+    from xrisk.runner.multilabel import MultiLabelTask
+
+    multi = _medmnist(tmp_path / "multi.npz", 3)
+    single = _medmnist(tmp_path / "single.npz", 1)
+    with pytest.raises(ValueError, match=r"data.path: the train labels of .*multi.npz are "
+                                         r"multi-label, shape \(40, 3\).*binary method.*"
+                                         r"Fix: .*ml_pesg"):
+        BinaryTask(load_recipe({"method": "pesg", "data": {"name": "medmnist",
+                                                           "path": str(multi)}}), 0)
+    with pytest.raises(ValueError, match=r"data.path: the train labels of .*single.npz have "
+                                         r"shape \(40,\).*expected a multi-label file.*Fix"):
+        MultiLabelTask(load_recipe({"method": "ml_pesg", "data": {"name": "medmnist",
+                                                                  "path": str(single)}}), 0)
+    with pytest.raises(RecipeError, match=r"data.positive_classes: received \['1'\] for a "
+                                          r"multilabel task.*Fix: remove"):
+        load_recipe({"method": "ml_pesg", "data": {"name": "medmnist", "path": str(multi),
+                                                   "positive_classes": ["1"]}})

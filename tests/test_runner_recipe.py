@@ -113,7 +113,7 @@ def test_defaults_table_lists_every_method():
     ({**BASE, "data": {"name": "tox21"}, "method": "ml_soap", "loss": {"name": "APLoss"}},
      ["loss.name", "'APLoss'", "meanAveragePrecisionLoss", "multi-label loss"]),
     ({**BASE, "data": {"name": "digits"}, "method": "ml_soap"},
-     ["task: received 'multilabel'", "'digits'", "['tox21', 'chexpert']"]),
+     ["task: received 'multilabel'", "'digits'", "['tox21', 'chexpert', 'medmnist']"]),
     ({**BASE, "data": {"name": "digits"}, "model": {"name": "neumf"}},
      ["model.name", "'neumf'", "'digits'", "Fix"]),
     ({**BASE, "model": {"name": "resnet"}}, ["model.name", "'resnet'", "'resnet20'"]),

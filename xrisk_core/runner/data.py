@@ -146,8 +146,10 @@ def _limited(section: Any, count: int, seed: int) -> np.ndarray | None:
     return np.random.default_rng(seed).permutation(count)[: section.limit]
 
 
-def _medmnist(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The file's own train, val and test splits (``limit`` applies to each)."""
+def _medmnist(section: Any, seed: int, multilabel: bool = False
+              ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The file's own train, val and test splits (``limit`` applies to each); 0/1 labels
+    (N,), or (N, T) for a ``multilabel`` run (ChestMNIST's 14 findings)."""
     from xrisk.datasets import load_medmnist_npz
 
     positive = None if section.positive_classes is None else [
@@ -155,12 +157,23 @@ def _medmnist(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
     for split in ("train", "val", "test"):
         x, y = load_medmnist_npz(section.path, split, positive_classes=positive)
-        if y.ndim != 1 or not np.isin(y, (0, 1)).all():
+        if not multilabel and y.ndim == 2:
+            raise ValueError(f"data.path: the {split} labels of {section.path} are "
+                             f"multi-label, shape {y.shape}; expected one label per image "
+                             "for a binary method. Fix: train every label at once with a "
+                             "multi-label method (e.g. method: ml_pesg).")
+        if multilabel and (y.ndim != 2 or not np.isin(y, (0, 1)).all()):
+            raise ValueError(f"data.path: the {split} labels of {section.path} have shape "
+                             f"{y.shape} and values {np.unique(y).tolist()[:10]}; expected a "
+                             "multi-label file, 0/1 labels (N, labels) such as ChestMNIST's. "
+                             "Fix: train this file with a binary method (and "
+                             "data.positive_classes).")
+        if not multilabel and (y.ndim != 1 or not np.isin(y, (0, 1)).all()):
             raise ValueError(f"data.positive_classes: the {split} labels of {section.path} "
                              f"hold the classes {np.unique(y).tolist()[:10]}; expected a "
                              "binary task. Fix: name the positive classes, e.g. "
                              "positive_classes: ['1'].")
-        rows = _limited(section, y.size, seed)
+        rows = _limited(section, len(y), seed)
         if rows is not None:
             x, y = x[rows], y[rows]
         out.append((x.astype(np.float64), y.astype(np.int64)))
@@ -189,7 +202,8 @@ def _flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(len(x), -1) if x.ndim > 2 else x
 
 
-def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False) -> Splits:
+def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False,
+                multilabel: bool = False) -> Splits:
     """Split ``section``'s data set (stratified, from ``seed``; the scaffold split for
     SMILES; MedMNIST's own splits): test, then validation from the rest; subsample the
     training positives to ``imratio``; standardize with the training split's statistics;
@@ -197,7 +211,8 @@ def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False) ->
 
     Features are flattened (N, D), or with ``images`` (a conv model) kept as images
     (N, H, W, C), C = 1 for grayscale, standardized per channel; ``images`` needs image data
-    (:data:`xrisk.runner.recipe.IMAGE_KINDS`).
+    (:data:`xrisk.runner.recipe.IMAGE_KINDS`). ``multilabel``: a MedMNIST file's labels
+    (N, T), such as ChestMNIST's 14 findings (multi-label runs).
     """
     from .recipe import IMAGE_KINDS
 
@@ -211,7 +226,7 @@ def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False) ->
                          "binary one here. Fix: train it with task: ranking (the default "
                          "for this data).")
     if section.name == "medmnist":
-        parts = _medmnist(section, seed)
+        parts = _medmnist(section, seed, multilabel)
         shape = parts[0][0].shape[1:]
         parts = [(_flat(x), y) for x, y in parts]
     else:

@@ -25,6 +25,10 @@ the rest); ``data.limit`` keeps a seeded subset.
 images resized to ``data.image_size``, read from disk batch by batch
 (:class:`LazyImages`), for ResNet20, the conv encoder or an MLP over the flattened pixels.
 The split (:func:`chexpert_rows`) keeps each patient in one split.
+
+``data.name: medmnist``: a MedMNIST file whose labels are multi-label (ChestMNIST's 14
+findings), its own train / val / test splits, images in memory and standardized as in a
+binary run (per channel for a conv model, per pixel for the MLP).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .data import Splits, _limited
+from .data import Splits, _limited, load_splits
 from .engine import BinaryTask, initial_weights, main_stages, make_sampler, phases, session_class
 from .recipe import CONV_MODELS, Recipe
 
@@ -52,9 +56,10 @@ STATISTICS_IMAGES = 2048
 
 def load_multilabel(section: Any, *, seed: int, dtype: str, images: bool = False) -> Splits:
     """The splits of a multi-label data set, labels (N, K): Tox21's fingerprints (N, bits)
-    and 12 assays, NaN where not tested, split at random from ``seed``; or CheXpert's images
+    and 12 assays, NaN where not tested, split at random from ``seed``; CheXpert's images
     (:func:`chexpert_rows`, :class:`LazyImages`: (N, H, W, 1) with ``images`` for a conv
-    model, else (N, H * W)) and five tasks.
+    model, else (N, H * W)) and five tasks; or a multi-label MedMNIST file's own splits
+    (ChestMNIST: 14 findings; :func:`xrisk.runner.data.load_splits`).
 
     Examples
     --------
@@ -68,6 +73,8 @@ def load_multilabel(section: Any, *, seed: int, dtype: str, images: bool = False
     """
     if section.name == "chexpert":
         return _chexpert_splits(section, seed=seed, dtype=dtype, images=images)
+    if section.name == "medmnist":  # the file's own splits, in memory, as a binary run's
+        return load_splits(section, seed=seed, dtype=dtype, images=images, multilabel=True)
     from sklearn.model_selection import train_test_split
 
     from xrisk.datasets import load_tox21, morgan_fingerprints

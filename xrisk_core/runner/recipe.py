@@ -65,7 +65,7 @@ CONTRASTIVE_DATA = ("digits", "mnist_5k", "image_folder", "medmnist")
 MULTILABEL_LOSSES = ("meanAveragePrecisionLoss", "MultiLabelAUCMLoss", "MultiLabelpAUCLoss",
                      "CrossEntropyLoss")
 #: The data of multi-label runs.
-MULTILABEL_DATA = ("tox21", "chexpert")
+MULTILABEL_DATA = ("tox21", "chexpert", "medmnist")
 #: Tasks, and the losses each trains.
 TASK_LOSSES = {"binary": BINARY_LOSSES, "ranking": RANKING_LOSSES,
                "contrastive": CONTRASTIVE_LOSSES, "multilabel": MULTILABEL_LOSSES}
@@ -99,7 +99,8 @@ class DataSection(_Section):
     of binary tasks, while contrastive runs read RGB unless it is set), ``smiles_csv``
     (``smiles_column`` and a 0/1 ``label_column``, Morgan fingerprints, ``split: scaffold``
     by default), ``medmnist`` (its own train/val/test splits; ``positive_classes`` by
-    number), ``chexpert`` (a CheXpert CSV, ``task`` one of
+    number; multi-label methods train every label of a multi-label file such as
+    ChestMNIST), ``chexpert`` (a CheXpert CSV, ``task`` one of
     the five, images under ``image_root``, ``uncertain`` per-task policy; multi-label
     methods train all five, and ``test_path``, a second CSV such as CheXpert's
     ``valid.csv``, is then their test split). Ranking:
@@ -421,13 +422,19 @@ class Recipe(_Section):
     def _multilabel_fits(self) -> None:
         """A multi-label run: every task of the data at once (``data.task`` does not apply
         and is cleared), no imratio (each label keeps its own ratio)."""
-        tasks = {"tox21": "12 Tox21 assays", "chexpert": "five CheXpert tasks"}[self.data.name]
+        tasks = {"tox21": "12 Tox21 assays", "chexpert": "five CheXpert tasks",
+                 "medmnist": "labels of the file"}[self.data.name]
         if self.data._task_given:
             raise ValueError(f"data.task: received {self.data.task!r} with the multi-label "
                              f"method {self.method or self.loss.name!r}, which trains all "
                              f"{tasks} at once; expected no data.task. Fix: remove data.task, "
                              "or name a binary method (e.g. pesg) to train that task alone.")
         object.__setattr__(self.data, "task", None)
+        if self.data.positive_classes is not None:
+            raise ValueError(f"data.positive_classes: received "
+                             f"{list(self.data.positive_classes)} for a multilabel task; "
+                             "expected none (every label of the file is a task). Fix: remove "
+                             "data.positive_classes, or name a binary method.")
         if self.data.imratio:
             raise ValueError(f"data.imratio: received {self.data.imratio!r} for a multilabel "
                              "task; expected none (each label keeps its own ratio). Fix: "
