@@ -256,10 +256,12 @@ _LOSSES = {"PESG": "AUCMLoss", "PDSCA": "CompositionalAUCLoss", "MIDAM": "AUCMLo
 @given(data=st.data())
 def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     """The eager step (the in-place kernels on tiles of the flat parameter vector, tiles that
-    split a parameter or gather several; LARS's on the group, by foreach operators or tensor
-    by tensor through its scratch) == the core rule's update_param
-    per tensor with host counters, bit for bit: parameters and every slot, over several
-    steps, for every rule, in float64 and float32."""
+    split a parameter or gather several, or step several on the members themselves by
+    foreach operators; LARS's on the group, by foreach operators or tensor by tensor through
+    its scratch) == the core rule's update_param per tensor with host counters, bit for bit:
+    parameters and every slot, over several steps, for every rule, in float64 and float32.
+    Each draw runs twice on the same inputs: every tile of whole members on its members,
+    then every one gathered."""
     name = data.draw(st.sampled_from(sorted(xrisk.OPTIMIZERS)))
     rule_type = xrisk.OPTIMIZERS[name]
     names = [n for n in inspect.signature(rule_type).parameters if n != "loss_fn"]
@@ -277,36 +279,60 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     small_plan = data.draw(st.sampled_from([0, xr_optim.SMALL_PLAN]), label="small_plan")
     steps = data.draw(st.integers(1, 4), label="steps")
     generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16), label="seed"))
-    params = [torch.randn(s, generator=generator, dtype=dtype).requires_grad_() for s in shapes]
+    initial = [torch.randn(s, generator=generator, dtype=dtype) for s in shapes]
     grads = [[torch.randn(s, generator=generator, dtype=dtype) for s in shapes]
              for _ in range(steps)]
-    opt = getattr(xr, name)(params, *([loss] if loss is not None else []), **hyper)
-    rule = opt.rule
-    counters = [n for n, spec in rule.slot_specs().items() if spec.integer]
-    values = [p.detach().clone() for p in params]
-    slots = [rule.init_slots(v)._replace(**dict.fromkeys(counters, 0)) for v in values]
-    group = opt.param_groups[0]
-    for step, step_grads in enumerate(grads):
-        for param, grad in zip(params, step_grads):
-            param.grad = grad.clone()
-        kept = xr_optim._tile_length, xr_optim.SMALL_PLAN
-        xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
-        xr_optim.SMALL_PLAN = small_plan
-        try:
-            opt.step()  # the first step builds the plans
-        finally:
-            xr_optim._tile_length, xr_optim.SMALL_PLAN = kept
-        rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
-        for i, grad in enumerate(step_grads):
-            values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
-    plans = [plan for *_, made in opt._plans.values() for plan in made]
-    assert all(stop - start <= max(tile, 1) for plan in plans for start, stop, _ in plan.tiles)
-    for param, value, slot in zip(params, values, slots):
-        assert torch.equal(param.detach(), value)
-        for field, want in slot._asdict().items():
-            if want is not None:
-                got = opt.state[param][field]
-                assert int(got) == want if field in counters else torch.equal(got, want), field
+    for on_members in (True, False):
+        params = [value.clone().requires_grad_() for value in initial]
+        if loss is not None:
+            loss = getattr(xr, _LOSSES[name])()
+        opt = getattr(xr, name)(params, *([loss] if loss is not None else []), **hyper)
+        rule = opt.rule
+        counters = [n for n, spec in rule.slot_specs().items() if spec.integer]
+        values = [p.detach().clone() for p in params]
+        slots = [rule.init_slots(v)._replace(**dict.fromkeys(counters, 0)) for v in values]
+        group = opt.param_groups[0]
+        for step, step_grads in enumerate(grads):
+            for param, grad in zip(params, step_grads):
+                param.grad = grad.clone()
+            kept = (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
+                    xr_optim._on_members)
+            xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
+            xr_optim.SMALL_PLAN = small_plan
+            xr_optim.MEMBER_SIZE = 0  # on the members wherever they are whole, or never:
+            if not on_members:
+                xr_optim._on_members = lambda *args: False
+            try:
+                opt.step()  # the first step builds the plans
+            finally:
+                (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
+                 xr_optim._on_members) = kept
+            rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
+            for i, grad in enumerate(step_grads):
+                values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
+        plans = [plan for *_, made in opt._plans.values() for plan in made]
+        assert all(stop - start <= max(tile, 1) for plan in plans for start, stop, _ in plan.tiles)
+        for param, value, slot in zip(params, values, slots):
+            assert torch.equal(param.detach(), value), on_members
+            for field, want in slot._asdict().items():
+                if want is not None:
+                    got = opt.state[param][field]
+                    assert (int(got) == want if field in counters else torch.equal(got, want)), (
+                        field, on_members)
+
+
+def test_tiles_of_small_members_gather_where_stepping_the_members_costs_more(monkeypatch):
+    """A tile of whole members is stepped on them when that takes no more foreach operators
+    than gathering (SOAP), or when the members are large on average (PESG, whose epoch decay
+    takes two more): a conv net's many small batch-norm tensors are gathered for PESG."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    for width, pesg_on_members in ((8, False), (200, True)):  # ~20, ~13 k elements each
+        params = _layers(2, width)
+        for opt in (xr.SOAP(params), xr.PESG(params, xr.AUCMLoss())):
+            _step_ops(opt, params)
+            tiles = opt._plans[0][2][0].prepared
+            want = pesg_on_members or isinstance(opt, xr.SOAP)
+            assert [tile.members is not None for tile in tiles] == [want], (width, opt)
 
 
 # ------------------------------------------------------------------ the eager step's operators
@@ -382,19 +408,31 @@ def test_tiles_cover_the_members_in_order_and_gather_only_whole_ones(sizes, tile
 def test_a_tile_takes_one_operator_per_term_of_the_update(mode):
     """Each ``x + c·y`` of the rule is one pass over the tile (``addcmul_`` with a 0-d one:
     bit for bit the product and the sum, as the property test above checks): SOAP's SGD
-    (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides gathering the
-    members (values and gradients) and scattering them back."""
+    (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides one copy of
+    the gradients. A tile of several whole members on the CPU is stepped on the members
+    themselves (foreach operators where a parameter takes part): no copy of the values in
+    and back out."""
     params = _layers(2)
     opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
     ops = _step_ops(opt, params)
-    moving = {"_foreach_copy_": 3, "fill_": 1, "add_": 1}  # gather x2, scatter; counter; step
+    moving = {"_foreach_copy_": 1, "fill_": 1, "add_": 1}  # the gradients; counter; step
     if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
-        kernel = {"clamp": 1, "addcmul_": 3, "mul_": 1}
+        kernel = {"clamp_": 1, "_foreach_addcmul_": 2, "addcmul_": 1, "mul_": 1}
     else:  # clamp; d + wd·θ; β1·m + (1 - β1)·d; β2·v + (1 - β2)·d·d; √v/√c2 + ε; θ - step/den
-        kernel = {"clamp": 1, "addcmul_": 2, "mul_": 3, "mul": 2, "add_": 2, "sqrt": 1,
-                  "div_": 1, "addcdiv_": 1}
+        kernel = {"clamp_": 1, "_foreach_addcmul_": 1, "addcmul_": 1, "mul_": 3, "mul": 2,
+                  "add_": 2, "sqrt": 1, "div_": 1, "_foreach_addcdiv_": 1}
     expected = Counter(moving) + Counter(kernel)
     assert ops == expected, (ops, expected)
+
+
+def test_a_gathering_tile_copies_the_members_in_and_out(monkeypatch):
+    """Where a tile of several members is not stepped on the members (here: bfloat16, whose
+    rule computes in float32), it gathers their values and gradients and scatters the values
+    back."""
+    params = _layers(2, dtype=torch.bfloat16)
+    opt = xr.SOAP(params, mode="sgd", learning_rate=0.1)
+    ops = _step_ops(opt, params)
+    assert ops["_foreach_copy_"] == 3 and "_foreach_addcmul_" not in ops, ops
 
 
 def test_lars_steps_a_group_with_foreach_operators():
