@@ -231,9 +231,6 @@ def _data(**changes):
      ["data.uncertain: received 'Effusion'", "'Pleural Effusion'", "Fix"]),
     ({"method": "ml_soap", "data": _data(imratio=0.1)},
      ["data.imratio: received 0.1", "multilabel", "Fix: remove data.imratio"]),
-    ({"method": "pesg", "data": _data(test_path="valid.csv")},
-     ["data.test_path: received 'valid.csv'", "binary task", "multi-label chexpert",
-      "Fix"]),
     ({"method": "ml_soap", "data": {"name": "tox21", "test_path": "valid.csv"}},
      ["data.test_path: received 'valid.csv'", "'tox21'", "chexpert only", "Fix"]),
     ({"method": "ml_soap", "data": _data(), "loss": {"name": "AUCMLoss"}},
@@ -304,3 +301,21 @@ def test_medmnist_label_shapes_must_fit_the_method(tmp_path):
                                           r"multilabel task.*Fix: remove"):
         load_recipe({"method": "ml_pesg", "data": {"name": "medmnist", "path": str(multi),
                                                    "positive_classes": ["1"]}})
+
+
+def test_a_binary_chexpert_task_uses_the_same_patient_split_and_test_csv(files):
+    from xrisk.runner.data import load_splits
+    from xrisk.runner.multilabel import chexpert_rows
+
+    root, _, valid = files
+    data = {**_raw(files)["data"], "task": "Edema", "standardize": False}
+    recipe = load_recipe({"method": "pesg", "data": data})
+    splits = load_splits(recipe.data, seed=0, dtype="float64")
+    edema = load_chexpert(valid, root, uncertain={"Cardiomegaly": "ones"}).targets[:, 1]
+    np.testing.assert_array_equal(splits.y_test, edema)  # valid.csv's frontal rows
+    dataset, (train, val, _), _ = chexpert_rows(recipe.data, 0)
+    np.testing.assert_array_equal(splits.y_train, dataset.targets[train, 1])
+    np.testing.assert_array_equal(splits.y_val, dataset.targets[val, 1])
+    assert splits.x_train.shape == (len(train), 36)
+    x, _, _ = dataset.batch(train[:2])
+    np.testing.assert_allclose(splits.x_train[:2], x.reshape(2, 36))

@@ -123,17 +123,11 @@ def _raw(section: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
         return x.reshape(len(x), 8, 8), y  # the 8x8 images, row by row
     if section.name == "mnist_5k":
         return datasets.load_mnist_5k(positive_class=section.positive_class, seed=0)
-    if section.name in ("image_folder", "chexpert"):
-        if section.name == "image_folder":
-            dataset = datasets.binary_image_folder(
-                section.path, list(section.positive_classes), image_size=section.image_size,
-                grayscale=section.grayscale is not False)  # gray unless the recipe says RGB
-            y = dataset.targets
-        else:
-            dataset = datasets.load_chexpert(section.path, section.image_root or "",
-                                             uncertain=dict(section.uncertain),
-                                             image_size=section.image_size)
-            y = dataset.targets[:, datasets.CHEXPERT_TASKS.index(section.task)]
+    if section.name == "image_folder":
+        dataset = datasets.binary_image_folder(
+            section.path, list(section.positive_classes), image_size=section.image_size,
+            grayscale=section.grayscale is not False)  # gray unless the recipe says RGB
+        y = dataset.targets
         rows = _limited(section, y.size, seed)
         return _images(dataset, rows), (y if rows is None else y[rows]).astype(np.int64)
     return read_csv_features(section.path, section.label_column)
@@ -180,6 +174,22 @@ def _medmnist(section: Any, seed: int, multilabel: bool = False
     return out
 
 
+def _chexpert_task(section: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Images (N, H, W) and ``data.task``'s 0/1 labels of the splits of
+    :func:`xrisk.runner.multilabel.chexpert_rows` (each patient in one split;
+    ``data.test_path`` the test split when given), read into memory."""
+    from xrisk.datasets import CHEXPERT_TASKS
+
+    from .multilabel import chexpert_rows
+
+    dataset, splits, test_dataset = chexpert_rows(section, seed)
+    column = CHEXPERT_TASKS.index(section.task)
+    size = int(section.image_size)
+    return [(_images(source, rows) if len(rows) else np.empty((0, size, size)),
+             source.targets[rows, column].astype(np.int64))
+            for source, rows in zip((dataset, dataset, test_dataset), splits, strict=True)]
+
+
 def _split(section: Any, x: np.ndarray, y: np.ndarray, seed: int
            ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Train, validation and test: stratified random, test first, then validation from
@@ -205,9 +215,10 @@ def _flat(x: np.ndarray) -> np.ndarray:
 def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False,
                 multilabel: bool = False) -> Splits:
     """Split ``section``'s data set (stratified, from ``seed``; the scaffold split for
-    SMILES; MedMNIST's own splits): test, then validation from the rest; subsample the
-    training positives to ``imratio``; standardize with the training split's statistics;
-    cast to ``dtype``.
+    SMILES; MedMNIST's own splits; CheXpert's by patient,
+    :func:`xrisk.runner.multilabel.chexpert_rows`): test, then validation from the rest;
+    subsample the training positives to ``imratio``; standardize with the training split's
+    statistics; cast to ``dtype``.
 
     Features are flattened (N, D), or with ``images`` (a conv model) kept as images
     (N, H, W, C), C = 1 for grayscale, standardized per channel; ``images`` needs image data
@@ -225,15 +236,16 @@ def load_splits(section: Any, *, seed: int, dtype: str, images: bool = False,
         raise ValueError(f"data.name: {section.name!r} is a ranking data set; expected a "
                          "binary one here. Fix: train it with task: ranking (the default "
                          "for this data).")
-    if section.name == "medmnist":
-        parts = _medmnist(section, seed, multilabel)
+    if section.name in ("medmnist", "chexpert"):  # their own splits
+        parts = (_medmnist(section, seed, multilabel) if section.name == "medmnist"
+                 else _chexpert_task(section, seed))
         shape = parts[0][0].shape[1:]
         parts = [(_flat(x), y) for x, y in parts]
     else:
         x, y = _raw(section, seed)
         shape = x.shape[1:]
         x = _flat(x)
-        if section.name not in ("image_folder", "chexpert"):  # those were limited on read
+        if section.name != "image_folder":  # image folders were limited on read
             rows = _limited(section, y.size, seed)
             if rows is not None:
                 x, y = x[rows], y[rows]

@@ -102,8 +102,8 @@ class DataSection(_Section):
     number; multi-label methods train every label of a multi-label file such as
     ChestMNIST), ``chexpert`` (a CheXpert CSV, ``task`` one of
     the five, images under ``image_root``, ``uncertain`` per-task policy; multi-label
-    methods train all five, and ``test_path``, a second CSV such as CheXpert's
-    ``valid.csv``, is then their test split). Ranking:
+    methods train all five; ``test_path``, a second CSV such as CheXpert's ``valid.csv``,
+    is the test split; each patient stays in one split). Ranking:
     ``movielens`` (shipped, the paper's protocol) and ``letor`` (the shipped LightGBM set,
     or an svmlight ``path`` with ``qid``).
     """
@@ -403,11 +403,6 @@ class Recipe(_Section):
                              "accordingly.")
         if kind == "multilabel":
             self._multilabel_fits()
-        elif self.data.test_path is not None:
-            raise ValueError(f"data.test_path: received {self.data.test_path!r} for a "
-                             f"{self.task} task; it applies to multi-label chexpert runs. "
-                             "Fix: use a multi-label method (e.g. ml_pesg), or remove "
-                             "data.test_path (the rows of data.path are split).")
         self._classes_fit(kind)
         if self.evaluation.train_metrics and kind in ("ranking", "contrastive"):
             raise ValueError(f"evaluation.train_metrics: received True for a {kind} task; it "
