@@ -2,12 +2,14 @@
 its optimizer and, where LibAUC 2.0.1 has the family, LibAUC's loss and optimizer on the
 same model, the same batches and the same defaults.
 
-A workload is ``Family.build(impl, batch_size, lib, device=..., dtype=...)`` ->
+A workload is ``Family.build(impl, batch_size, lib, device=..., dtype=..., scale=...)`` ->
 :class:`Built`: ``step(batch)`` runs one full training step (model forward, loss,
 ``zero_grad``, backward, optimizer step) and ``batches`` are pre-built inputs on the device.
 Both implementations start from the same model (the same seed) and see the same batches.
 
-What "batch size" B means per kind of workload:
+What "batch size" B means per kind of workload, and the model at ``scale="toy"`` (the
+default: a few thousand parameters, so a step measures the fixed per-step cost of the loss,
+its checks, the adapter and the optimizer):
 
 - binary, multilabel: B examples (20 % positives, first, as DualSampler lays them out), an
   MLP 64-32-1 (or 64-32-10 for ten labels), distinct dataset indices out of 10,000;
@@ -22,6 +24,14 @@ What "batch size" B means per kind of workload:
 LibAUC's losses take what its own examples give them: the logits for CrossEntropy and Focal,
 probabilities for the AUC families, the bag pooling (``mean exp(phi / tau)``, or ``(sn, sd)``)
 computed by the caller for MIDAM, a ``batch`` dict for the ranking losses.
+
+``scale="user"`` gives every workload a model of about a million parameters, as users train
+(the same model for both libraries; hidden width :data:`USER_WIDTH`): binary, multilabel,
+extreme and bags an MLP ``in -> 1024 -> 1024 -> out`` (1.07-1.32 M), ranking the same MLP as
+the scorer of every (query, item) pair (1.07 M), contrastive an encoder
+``64 -> 1024 -> 1024 -> 128`` shared by both views (1.25 M), bimodal two encoders
+``64 -> 1024 -> 512 -> 128`` (0.66 M each, 1.31 M together). The batches are the same at
+both scales.
 """
 
 from __future__ import annotations
@@ -44,6 +54,11 @@ INSTANCES, BAG_FEATURES = 8, 16
 NUM_CLASSES = 200
 MIDAM_TAU = 0.1
 NUM_BATCHES = 8
+#: hidden width of the ``scale="user"`` models (about 1 M parameters per workload)
+USER_WIDTH = 1024
+#: projection width of the ``scale="user"`` contrastive encoders
+USER_EMBEDDING = 128
+SCALES = ("toy", "user")
 
 Batch = dict[str, torch.Tensor]
 Step = Callable[[Batch], None]
@@ -76,12 +91,18 @@ class Family:
     nearest: str | None = None  # the family a LibAUC-less loss is compared with
 
     def build(self, impl: str, batch_size: int, lib: Any = None, *, seed: int = 0,
-              device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> Built:
-        """``impl`` "xrisk" or "libauc" (needs ``lib``, the loaded LibAUC)."""
+              device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+              scale: str = "toy") -> Built:
+        """``impl`` "xrisk" or "libauc" (needs ``lib``, the loaded LibAUC); ``scale`` "toy"
+        (a few thousand parameters) or "user" (about 1 M, see the module's docstring)."""
         if impl == "libauc" and (self.libauc is None or lib is None):
             raise ValueError(f"{self.name}: no LibAUC counterpart to build "
                              f"(libauc={self.libauc!r}, lib given: {lib is not None})")
+        if scale not in SCALES:
+            raise ValueError(f"{self.name}: scale={scale!r}; expected one of {SCALES}")
         data = KINDS[self.kind](batch_size, seed, torch.device(device), dtype)
+        if scale == "user":
+            data.model = USER_MODELS[self.kind](seed, torch.device(device), dtype)
         model = copy.deepcopy(data.model)
         builder = _XRISK[self.loss] if impl == "xrisk" else _LIBAUC[self.loss]
         loss_fn, optimizer, call, kwargs = builder(model, data, lib, torch.device(device), dtype)
@@ -228,6 +249,34 @@ def _extreme(batch_size: int, seed: int, device: torch.device, dtype: torch.dtyp
 KINDS: dict[str, Callable[[int, int, torch.device, torch.dtype], Data]] = {
     "binary": _binary, "multilabel": _multilabel, "ranking": _ranking,
     "contrastive": _contrastive, "bimodal": _contrastive, "bags": _bags, "extreme": _extreme}
+
+
+def _user_mlp(inputs: int, outputs: int) -> Callable[[int, torch.device, torch.dtype],
+                                                      torch.nn.Module]:
+    def make(seed: int, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+        return _mlp(inputs, USER_WIDTH, USER_WIDTH, outputs, seed=seed, device=device,
+                    dtype=dtype)
+    return make
+
+
+def _user_encoders(hidden: tuple[int, int], names: str
+                   ) -> Callable[[int, torch.device, torch.dtype], torch.nn.Module]:
+    """One encoder per name ("a" encodes both views of a contrastive pair, "a" and "b" the
+    two modalities of a bimodal one)."""
+    def make(seed: int, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+        return torch.nn.ModuleDict({
+            name: _mlp(64, *hidden, USER_EMBEDDING, seed=seed + k, device=device, dtype=dtype)
+            for k, name in enumerate(names)})
+    return make
+
+
+#: the ``scale="user"`` model of each kind (about 1 M trained parameters)
+USER_MODELS: dict[str, Callable[[int, torch.device, torch.dtype], torch.nn.Module]] = {
+    "binary": _user_mlp(64, 1), "multilabel": _user_mlp(64, NUM_LABELS),
+    "ranking": _user_mlp(RANK_FEATURES, 1), "bags": _user_mlp(BAG_FEATURES, 2),
+    "extreme": _user_mlp(64, NUM_CLASSES),
+    "contrastive": _user_encoders((USER_WIDTH, USER_WIDTH), "a"),
+    "bimodal": _user_encoders((USER_WIDTH, USER_WIDTH // 2), "ab")}
 
 
 # ---------------------------------------------------------------------------------------------

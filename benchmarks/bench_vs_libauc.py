@@ -14,12 +14,20 @@ of the per-round ratios, and the verdict against the target (<= 0.8x). Losses Li
 (tpAUC_CVaR_Loss + STACO, InfoNCELoss) are compared per pair with the nearest family's
 xrisk step (target <= 1.2x). The load average is printed before and after.
 
+``--model-scale`` picks the models: ``toy`` (the default: a few thousand parameters, so the
+ratios measure the fixed per-step cost of loss, checks, adapter and optimizer), ``user``
+(about 1 M parameters per workload, the sizes users train: MLPs ``in -> 1024 -> 1024 -> out``
+and wider contrastive encoders, see benchmarks/_families.py) or ``toy,user`` (one table per
+scale and batch size). The same model for both libraries at each scale.
+
 ::
 
     .venv/bin/python benchmarks/bench_vs_libauc.py                      # all, ~5 min loaded
     .venv/bin/python benchmarks/bench_vs_libauc.py --families "AP + SOAP,NDCGLoss" \
         --batch-sizes 256 --rounds 9
     .venv/bin/python benchmarks/bench_vs_libauc.py --report-only         # exit 0 on misses
+    .venv/bin/python benchmarks/bench_vs_libauc.py --model-scale toy,user --rounds 5 \
+        --steps 3 --warmup 3                                             # both scales
 
 The exit status is 1 when a ratio misses its target (unless ``--report-only``); without
 LibAUC the script says so and exits 0. The machine is shared: compare the interleaved
@@ -44,7 +52,7 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _families import BY_NAME, FAMILIES, select  # noqa: E402
+from _families import BY_NAME, FAMILIES, SCALES, select  # noqa: E402
 from _libauc_shim import MISSING_MESSAGE, load_libauc  # noqa: E402
 from _timing import interleaved, machine_load, paired_summary, step_runner  # noqa: E402
 
@@ -52,8 +60,8 @@ TARGET = 0.8       # xrisk step <= TARGET x LibAUC step
 PAIR_TARGET = 1.2  # a loss LibAUC lacks: <= PAIR_TARGET x the nearest family's xrisk step
 
 
-def measure(families: list, batch_size: int, args: argparse.Namespace, lib: object
-            ) -> dict[str, list[float]]:
+def measure(families: list, batch_size: int, args: argparse.Namespace, lib: object,
+            scale: str = "toy") -> dict[str, list[float]]:
     """µs per step of every (family, impl) run, ``args.rounds`` interleaved rounds."""
     runs = {}
     wanted = list(families) + [BY_NAME[f.nearest] for f in families
@@ -62,19 +70,19 @@ def measure(families: list, batch_size: int, args: argparse.Namespace, lib: obje
         for impl in ("xrisk", "libauc"):
             if impl == "libauc" and family.libauc is None:
                 continue
-            built = family.build(impl, batch_size, lib, seed=args.seed)
+            built = family.build(impl, batch_size, lib, seed=args.seed, scale=scale)
             for k in range(args.warmup):
                 built.step(built.batches[k % len(built.batches)])
             runs[f"{family.name}|{impl}"] = step_runner(built.step, built.batches, args.steps)
     return interleaved(runs, args.rounds)
 
 
-def report(families: list, batch_size: int, times: dict[str, list[float]]
+def report(families: list, batch_size: int, times: dict[str, list[float]], scale: str = "toy"
            ) -> list[tuple[str, float, float]]:
     """Print the table of one batch size; returns (row, ratio, target) per row."""
     out = []
-    print(f"\nbatch {batch_size}: µs per step, median (IQR) over rounds; ratio = xrisk / LibAUC "
-          "of the medians; [q1, q3] of the per-round ratios")
+    print(f"\n{scale} models, batch {batch_size}: µs per step, median (IQR) over rounds; "
+          "ratio = xrisk / LibAUC of the medians; [q1, q3] of the per-round ratios")
     header = (f"{'family':<22}{'LibAUC pair':<36}{'xrisk':>9}{'(IQR)':>8}{'LibAUC':>9}"
               f"{'(IQR)':>8}{'ratio':>7}  {'round ratios':<14}verdict")
     print(header)
@@ -91,7 +99,7 @@ def report(families: list, batch_size: int, times: dict[str, list[float]]
         print(f"{family.name:<22}{other[:35]:<36}{s['a_med']:>9.0f}{s['a_iqr']:>8.0f}"
               f"{s['b_med']:>9.0f}{s['b_iqr']:>8.0f}{s['ratio']:>7.2f}  "
               f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]  {verdict} <= {target}")
-        out.append((f"{family.name} B={batch_size}", s["ratio"], target))
+        out.append((f"{family.name} B={batch_size} {scale}", s["ratio"], target))
     return out
 
 
@@ -106,11 +114,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=10, help="warm-up steps per run")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-scale", default="toy",
+                        help=f"comma-separated model scales from {SCALES} (default: toy; "
+                             "user: about 1 M parameters per workload)")
     parser.add_argument("--report-only", action="store_true",
                         help="exit 0 even when a ratio misses its target")
     args = parser.parse_args(argv)
     args.families = select(args.families)
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+    args.model_scale = [s.strip() for s in args.model_scale.split(",") if s.strip()]
+    unknown = [s for s in args.model_scale if s not in SCALES]
+    if unknown or not args.model_scale:
+        parser.error(f"--model-scale: got {unknown or args.model_scale}; expected a "
+                     f"comma-separated choice of {SCALES}")
     for name in ("rounds", "steps", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: got {getattr(args, name)}; expected >= 1")
@@ -135,10 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"start: {machine_load()}")
     start = time.perf_counter()
     rows = []
-    for batch_size in args.batch_sizes:
-        times = measure(args.families, batch_size, args, lib)
-        rows += report(args.families, batch_size, times)
-        print(f"({machine_load()})")
+    for scale in args.model_scale:
+        for batch_size in args.batch_sizes:
+            times = measure(args.families, batch_size, args, lib, scale)
+            rows += report(args.families, batch_size, times, scale)
+            print(f"({machine_load()})")
     missed = [(name, r, t) for name, r, t in rows if r > t]
     print(f"\nend: {machine_load()}; total {time.perf_counter() - start:.0f} s")
     print(f"targets (xrisk <= {TARGET} x LibAUC; LibAUC-less losses <= {PAIR_TARGET} x the "
