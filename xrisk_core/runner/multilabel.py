@@ -253,7 +253,8 @@ def chexpert_rows(section: Any, seed: int) -> tuple[Any, list[np.ndarray], Any]:
     - else ``test_size`` of the patients of ``data.path`` are the test split and
       ``validation_size`` of the other patients the validation split.
 
-    Patients are drawn from ``seed``.
+    Patients are drawn from ``seed``. Binary CheXpert runs (one ``data.task``) use the same
+    split (:func:`xrisk.runner.data.load_splits`).
     """
     from xrisk.datasets import load_chexpert
 
