@@ -326,7 +326,7 @@ def test_tiles_of_small_members_gather_where_stepping_the_members_costs_more(mon
     than gathering (SOAP), or when the members are large on average (PESG, whose epoch decay
     takes two more): a conv net's many small batch-norm tensors are gathered for PESG."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    for width, pesg_on_members in ((8, False), (200, True)):  # ~20, ~13 k elements each
+    for width, pesg_on_members in ((8, False), (200, True)):  # ~20, ~10 k elements each
         params = _layers(2, width)
         for opt in (xr.SOAP(params), xr.PESG(params, xr.AUCMLoss())):
             _step_ops(opt, params)
@@ -449,6 +449,39 @@ def test_lars_steps_a_group_with_foreach_operators():
         assert ops["sum"] == 2 * scaled and ops["mul"] >= 3 * scaled, ops
         counts.append(ops - Counter(sum=2 * scaled, mul=3 * scaled, add_=scaled))
     assert counts[0] == counts[1], counts
+
+
+@pytest.mark.parametrize("aux_lr", [None, 0.05], ids=["same_lr", "own_lr"])
+def test_pesg_steps_the_model_and_the_loss_s_a_b_in_one_plan(aux_lr):
+    """PESG's model group and the group of the loss's a, b take the same clipped step, so
+    one plan holds them (a dozen operators fewer a step than a plan of their own): bit for
+    bit the core rule per tensor. A group with its own learning rate keeps its own plan."""
+    params = _layers(1, dtype=torch.float64)
+    loss = xr.AUCMLoss(dtype="float64")
+    opt = xr.PESG(params, loss, learning_rate=0.1, epoch_decay=0.01, weight_decay=0.01)
+    if aux_lr is not None:
+        opt.param_groups[1]["lr"] = aux_lr
+    tensors = [*params, loss.a, loss.b]
+    rule = opt.rule
+    values = [t.detach().clone() for t in tensors]
+    slots = [rule.init_slots(v)._replace(count=0, average_count=0) for v in values]
+    generator = torch.Generator().manual_seed(3)
+    for step in range(4):
+        grads = [torch.randn(t.shape, generator=generator, dtype=t.dtype) for t in tensors]
+        for tensor, grad in zip(tensors, grads):
+            tensor.grad = grad.clone()
+        opt.step()
+        for i, grad in enumerate(grads):
+            lr = opt.param_groups[1 if i >= len(params) else 0]["lr"]
+            values[i], slots[i] = rule.update_param(grad, values[i], slots[i],
+                                                    rule.rates(step, lr=lr))
+    assert len(opt._plans) == (1 if aux_lr is None else 2)
+    for tensor, value, slot in zip(tensors, values, slots):
+        assert torch.equal(tensor.detach(), value)
+        for field, want in slot._asdict().items():
+            if want is not None:
+                got = opt.state[tensor][field]
+                assert int(got) == want if "count" in field else torch.equal(got, want), field
 
 
 @pytest.mark.parametrize("name", ["PESG", "PDSCA"])

@@ -111,7 +111,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
     # -- groups ---------------------------------------------------------------------------
     def _group_rule(self, group: dict[str, Any]) -> UpdateRule:
         """The core rule of ``group``'s hyper-parameters (validated once per distinct set)."""
-        key = tuple(group[name] for name in self._hyper_names)
+        key = tuple(map(group.__getitem__, self._hyper_names))
         try:
             rule = self._rules.get(key)
         except TypeError:  # e.g. betas given as a list
@@ -180,8 +180,8 @@ class XRiskOptimizer(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:  # refuse before anything moves
-            for param in group["params"]:
-                if param.grad is not None and param.grad.is_sparse:
+            for grad in map(_GRAD, group["params"]):
+                if grad is not None and grad.is_sparse:
                     raise RuntimeError(f"{self.rule.name}: got a sparse gradient; expected dense "
                                        "gradients. Fix: build embeddings with sparse=False.")
         # Eager: each group's parameters as flat tiles (see _FlatPlan), with the counters on
@@ -189,7 +189,10 @@ class XRiskOptimizer(torch.optim.Optimizer):
         eager = not torch.compiler.is_compiling()
         ascent_rates = None
         auxiliary_group = self._auxiliary_group()
-        for position, group in enumerate(self.param_groups):
+        groups = self.param_groups
+        position = 0
+        while position < len(groups):
+            group = groups[position]
             rule = self._group_rule(group)
             flat = eager and rule.host_counters
             step = group["step"]
@@ -199,13 +202,24 @@ class XRiskOptimizer(torch.optim.Optimizer):
                 # kernels' branches) instead of three operators per group
                 step = int(step)
             rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
+            last = position
             if flat:
-                self._update_flat(position, group, rule, rates)
+                params = group["params"]
+                while last + 1 < len(groups) and _steps_alike(rule, group, groups[last + 1],
+                                                              self._group_rule):
+                    last += 1
+                if last > position:  # one plan for them all (PESG's model and a, b)
+                    params = [p for joined in groups[position:last + 1] for p in joined["params"]]
+                    for stale in range(position + 1, last + 1):
+                        self._plans.pop(stale, None)
+                self._update_flat(position, params, group["auxiliary"], rule, rates)
             else:
                 self._update_each(group["params"], rule, rates, group["auxiliary"])
-            if group is auxiliary_group:
-                ascent_rates = rates
-            group["step"] += 1
+            for stepped in groups[position:last + 1]:
+                if stepped is auxiliary_group:
+                    ascent_rates = rates
+                stepped["step"] += 1
+            position = last + 1
         if self._containers:
             self._ascend(ascent_rates)
         return loss
@@ -230,10 +244,10 @@ class XRiskOptimizer(torch.optim.Optimizer):
             param.copy_(new_param)
             state.update((n, v) for n, v in slots._asdict().items() if v is not None)
 
-    def _update_flat(self, position: int, group: dict[str, Any], rule: UpdateRule,
-                     rates: Any) -> None:
-        """The core rule once per :class:`_FlatPlan` of the group (see there)."""
-        params = group["params"]
+    def _update_flat(self, position: int, params: list[torch.Tensor], auxiliary: bool,
+                     rule: UpdateRule, rates: Any) -> None:
+        """The core rule once per :class:`_FlatPlan` of the group at ``position`` (see there),
+        or of the groups from there that step alike (``params``: all their parameters)."""
         found = self._plans.get(position)
         if found is None or not _plans_match(*found, params, rule, self.state):
             found = self._plans[position] = (
@@ -241,13 +255,13 @@ class XRiskOptimizer(torch.optim.Optimizer):
         plans = found[2]
         rest: list[torch.Tensor] = []
         for plan in plans:
-            with_grad = [p.grad is not None for p in plan.params]
-            if all(with_grad):
-                plan.update(rule, rates, group["auxiliary"])
-            elif any(with_grad):  # the counters part ways: per tensor, new plans next step
-                rest.extend(p for p, has in zip(plan.params, with_grad) if has)
+            grads = list(map(_GRAD, plan.params))
+            if all(map(operator.is_not, grads, repeat(None))):
+                plan.update(rule, rates, auxiliary, grads)
+            else:  # the counters part ways: per tensor, new plans next step
+                rest.extend(p for p, grad in zip(plan.params, grads) if grad is not None)
         if rest:
-            self._update_each(rest, rule, rates, group["auxiliary"])
+            self._update_each(rest, rule, rates, auxiliary)
 
     def _ascend(self, rates: Any) -> None:
         definition = self.rule.loss_definition
@@ -368,7 +382,7 @@ SMALL_PLAN = 2 * TILE
 #: foreach operators than gathering: each costs a dispatch per member, each pass saved one
 #: pass over the tile (at 0.1 M parameters, one thread: PESG 0.94x the time of gathering on
 #: an MLP of 10 tensors, ~10 k elements each; 1.04x on a conv net of 27, ~3.7 k each).
-MEMBER_SIZE = 8192
+MEMBER_SIZE = 6144
 
 
 def _tile_length(total: int) -> int:
@@ -504,9 +518,10 @@ class _FlatPlan:
                 None if gathered is None else (gathered[0], gathered[1]),
                 tile, parts, cuts, members))
 
-    def update(self, rule: UpdateRule, rates: Any, auxiliary: bool) -> None:
+    def update(self, rule: UpdateRule, rates: Any, auxiliary: bool,
+               grads: list[torch.Tensor]) -> None:
+        """One step of the members, whose gradients are ``grads`` (all set)."""
         params = self.params
-        grads = cast("list[torch.Tensor]", [p.grad for p in params])  # all set: checked
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
         if self.scratch is None or (kernel is None and self.lists):  # gather from now on
             self._prepare(rule, lists=kernel is not None)
@@ -575,6 +590,7 @@ class _FlatPlan:
 
 _NO_VIEWS: dict[int, torch.Tensor] = {}
 _KIND = operator.attrgetter("dtype", "device")
+_GRAD = operator.attrgetter("grad")
 
 
 def _slot_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[torch.Tensor, ...]]:
@@ -1014,6 +1030,19 @@ def _lars_directions(rule: Any, params: list[torch.Tensor],
 _STEPLESS_RATES = UpdateRule.rates
 
 
+def _steps_alike(rule: UpdateRule, group: dict[str, Any], other: dict[str, Any],
+                 group_rule: Callable[[dict[str, Any]], UpdateRule]) -> bool:
+    """Whether ``other`` takes the same eager step as ``group`` (whose rule is ``rule``), so
+    that one plan may hold the parameters of both: the same rule (hyper-parameters), the same
+    number learning rate, rates that ignore the step, and ClippedRule's update, which ignores
+    whether a parameter is a loss's auxiliary (PESG's a, b: a plan less, some 12 operators
+    a step; PDSCA leaves its auxiliaries alone in the cross-entropy phase)."""
+    lr = group["lr"]
+    return (type(rule).update_param is _CLIPPED_UPDATE and type(rule).rates is _STEPLESS_RATES
+            and isinstance(lr, float | int) and type(other["lr"]) is type(lr)
+            and other["lr"] == lr and group_rule(other) is rule)
+
+
 def _grad(param: torch.Tensor) -> torch.Tensor:
     """The gradient of a parameter known to have one."""
     return cast(torch.Tensor, param.grad)
@@ -1036,6 +1065,7 @@ _KERNELS: tuple[tuple[Callable[..., Any], Kernel], ...] = (
     (xrisk.optim.PDSCA.update_param, _pdsca_step_),
 )
 _CLIPPED_DIRECTION = xrisk.optim.ClippedRule._direction
+_CLIPPED_UPDATE = xrisk.optim.ClippedRule.update_param
 
 
 def _in_place_kernel(rule: UpdateRule, dtype: torch.dtype, grads: list[torch.Tensor],
