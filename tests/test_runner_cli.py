@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pydantic")
 pytest.importorskip("yaml")
@@ -302,3 +304,56 @@ def test_report_rows_and_seeds_follow_the_numbers_in_their_names(tmp_path):
     runs = collect(tmp_path)
     assert list(runs) == ["rate0.25", "rate0.5", "song-pos1", "song-pos5", "song-pos10"]
     assert [run["result"]["seed"] for run in runs["song-pos5"]] == [0, 2, 10]
+
+
+def _fake_run(folder, y_test, test_logits):
+    """A finished seed folder as the runner writes it (two epochs of history)."""
+    run = folder / "seed-0"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps({
+        "seed": 0, "metric": "auroc", "test": {"auroc": 0.5}, "best_epoch": 1, "seconds": 1.0}))
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(
+        {"epoch": e, "loss": 1.0 - e / 4, "val_auroc": 0.5 + e / 10}) for e in (0, 1)))
+    np.savez(run / "predictions.npz", y_test=y_test, test_logits=test_logits)
+
+
+@settings(deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_multilabel_curve_is_the_mean_of_the_labels_curves(seed):
+    """Labels (N, K) with NaN where missing: the ROC drawn is the mean over the labels with
+    both classes of each label's ROC on its observed rows, so its area is the mean of their
+    AUROCs (up to the grid); labels of one class are left out, as the metric leaves them."""
+    from sklearn.metrics import roc_auc_score, roc_curve
+
+    from xrisk.runner.reporting import _curve_points
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, size=(40, 4)).astype(np.float64)
+    labels[:, 0] = 1.0  # one class: left out
+    labels[rng.random(labels.shape) < 0.2] = np.nan
+    labels[:2, 1:] = [[0, 0, 0], [1, 1, 1]]  # every other label keeps both classes
+    scores = np.round(labels + rng.normal(size=labels.shape), 1)  # ties too
+    fpr, tpr = _curve_points("roc", roc_curve, labels, scores)
+    expected = np.mean([roc_auc_score(labels[~np.isnan(labels[:, k]), k],
+                                      scores[~np.isnan(labels[:, k]), k]) for k in (1, 2, 3)])
+    assert np.trapezoid(tpr, fpr) == pytest.approx(expected, abs=0.01)
+    assert np.all(np.diff(tpr) >= 0) and tpr[-1] == 1.0
+
+
+def test_multilabel_reports_draw_curves_and_single_class_runs_draw_none(tmp_path):
+    """A multi-label run (Tox21, CheXpert) gets ROC and PR figures of the mean over labels;
+    a run whose test labels have one class gets no (empty) ROC or PR figure."""
+    from xrisk.runner.reporting import write_report
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, size=(30, 3)).astype(np.float64)
+    labels[::4, 1] = np.nan
+    _fake_run(tmp_path / "multi" / "torch-ml_soap", labels, rng.normal(size=labels.shape))
+    report = write_report(tmp_path / "multi").read_text()
+    assert "figures/roc.png" in report and "figures/pr.png" in report
+    assert "mean over labels" in report
+
+    _fake_run(tmp_path / "one" / "torch-pesg", np.ones(10), rng.normal(size=10))
+    report = write_report(tmp_path / "one").read_text()
+    assert "roc.png" not in report and "pr.png" not in report
+    assert not (tmp_path / "one" / "figures" / "roc.png").exists()

@@ -6,7 +6,9 @@ metric per epoch, mean ± std band over seeds, one line per framework x method),
 ``convergence.png`` (the training loss per epoch and, with ``evaluation.train_metrics``, the
 target metric on the training split),
 ``roc.png`` and ``pr.png`` (test ROC and precision-recall curves of the selected models,
-first seed), ``comparison.png`` (test metrics, mean ± std, per method).
+first seed; multi-label runs: the mean over labels of each label's curve; no figure when no
+run has both classes in its test labels), ``comparison.png`` (test metrics, mean ± std, per
+method).
 """
 
 from __future__ import annotations
@@ -95,6 +97,65 @@ def _band(ax: Any, label: str, key: str, seeds: list[dict[str, Any]]) -> None:
     ax.fill_between(epochs, mean - std, mean + std, alpha=0.2)
 
 
+def _on_grid(grid: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The polyline through ``(x, y)`` (x ascending from ``grid[0]`` to ``grid[-1]``, with
+    repeats: a vertical step) read at ``grid``: between two distinct x the segment from the
+    value the curve leaves the left one with to the value it reaches the right one with, so
+    a staircase stays a staircase (interpolating one value per x would cut its corners)."""
+    distinct, first = np.unique(x, return_index=True)
+    last = np.r_[first[1:] - 1, x.size - 1]
+    enter, leave = y[first], y[last]
+    if distinct.size == 1:
+        return np.full(grid.shape, leave[0])
+    left = np.clip(np.searchsorted(distinct, grid, side="right") - 1, 0, distinct.size - 2)
+    share = (grid - distinct[left]) / (distinct[left + 1] - distinct[left])
+    values = leave[left] + share * (enter[left + 1] - leave[left])
+    return np.where(grid >= distinct[-1], leave[-1], values)
+
+
+def _curve_points(name: str, curve: Any, labels: np.ndarray, scores: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ROC (``name`` "roc": FPR, TPR) or precision-recall ("pr": recall, precision)
+    curve of ``scores`` against ``labels``; None without both classes.
+
+    Multi-label runs (labels (N, K), NaN where missing) get the mean over the labels of each
+    label's curve on its observed examples, interpolated on one grid of the x axis; labels
+    with a single class are left out, as the reported metric leaves them out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics import roc_curve
+    >>> from xrisk.runner.reporting import _curve_points
+    >>> labels = np.array([[0, 1], [1, 0], [1, np.nan], [0, 1]])
+    >>> scores = np.array([[0.1, 0.9], [0.8, 0.2], [0.7, 0.3], [0.4, 0.6]])
+    >>> fpr, tpr = _curve_points("roc", roc_curve, labels, scores)
+    >>> float(tpr[0]), float(tpr[-1])  # both labels perfectly ranked: TPR 1 from FPR 0 on
+    (1.0, 1.0)
+    """
+    if labels.ndim == 1:
+        if labels.min() == labels.max():
+            return None
+        first, second, _ = curve(labels, scores)
+        return (first, second) if name == "roc" else (second, first)
+    grid = np.linspace(0.0, 1.0, 201)
+    per_label = []
+    for k in range(labels.shape[1]):
+        observed = ~np.isnan(labels[:, k])
+        y_k = labels[observed, k]
+        if y_k.size == 0 or y_k.min() == y_k.max():
+            continue
+        first, second, _ = curve(y_k, scores[observed, k])
+        if name == "roc":
+            x, y = first, second  # FPR ascending
+        else:  # recall ascending; precision interpolated: the best at this recall or more
+            x, y = second[::-1], np.maximum.accumulate(first)[::-1]
+        per_label.append(_on_grid(grid, x, y))
+    if not per_label:
+        return None
+    return grid, np.mean(per_label, axis=0)
+
+
 def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
     import matplotlib
 
@@ -148,15 +209,15 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
             ("roc", "ROC (test, selected model, first seed)", roc_curve, ("FPR", "TPR")),
             ("pr", "Precision-recall (test, selected model, first seed)",
              precision_recall_curve, ("recall", "precision"))):
-        if not scored:
+        lines = [(label, points) for label, seeds in scored.items()
+                 if (points := _curve_points(name, curve, seeds[0]["predictions"]["y_test"],
+                                             seeds[0]["predictions"]["test_logits"]))]
+        if not lines:  # no method has both classes in its test labels: no figure
             continue
+        if any(seeds[0]["predictions"]["y_test"].ndim == 2 for seeds in scored.values()):
+            title += ", mean over labels"
         fig, ax = plt.subplots(figsize=(5, 4))
-        for label, seeds in scored.items():
-            p = seeds[0]["predictions"]
-            if p["y_test"].ndim != 1 or p["y_test"].min() == p["y_test"].max():
-                continue
-            first, second, _ = curve(p["y_test"], p["test_logits"])
-            x, y = (first, second) if name == "roc" else (second, first)
+        for label, (x, y) in lines:
             ax.plot(x, y, label=label)
         ax.set_xlabel(axes[0])
         ax.set_ylabel(axes[1])
