@@ -296,17 +296,18 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
             for param, grad in zip(params, step_grads):
                 param.grad = grad.clone()
             kept = (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
-                    xr_optim._on_members)
+                    xr_optim.MEMBER_TILE, xr_optim._on_members)
             xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
             xr_optim.SMALL_PLAN = small_plan
-            xr_optim.MEMBER_SIZE = 0  # on the members wherever they are whole, or never:
+            # on the members wherever they are whole, or never
+            xr_optim.MEMBER_SIZE = xr_optim.MEMBER_TILE = 0
             if not on_members:
                 xr_optim._on_members = lambda *args: False
             try:
                 opt.step()  # the first step builds the plans
             finally:
                 (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
-                 xr_optim._on_members) = kept
+                 xr_optim.MEMBER_TILE, xr_optim._on_members) = kept
             rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
             for i, grad in enumerate(step_grads):
                 values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
@@ -321,18 +322,22 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
                         field, on_members)
 
 
-def test_tiles_of_small_members_gather_where_stepping_the_members_costs_more(monkeypatch):
-    """A tile of whole members is stepped on them when that takes no more foreach operators
-    than gathering (SOAP), or when the members are large on average (PESG, whose epoch decay
-    takes two more): a conv net's many small batch-norm tensors are gathered for PESG."""
+@pytest.mark.parametrize("layers, width, soap, pesg", [
+    (2, 8, False, False),    # 0.2 k elements: the step stays in the cache, gathering is cheaper
+    (20, 60, True, False),   # 73 k, 1.8 k per tensor: PESG's two more foreach ops cost more
+    (2, 200, True, True)])   # 80 k, 10 k per tensor
+def test_tiles_are_stepped_on_their_members_where_that_saves_time(layers, width, soap, pesg,
+                                                                   monkeypatch):
+    """A tile of whole members is stepped on them where it outgrows the cache (MEMBER_TILE
+    elements) and either the member step takes no more foreach operators than gathering
+    (SOAP) or the members are large on average (PESG, whose epoch decay takes two more)."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    for width, pesg_on_members in ((8, False), (200, True)):  # ~20, ~10 k elements each
-        params = _layers(2, width)
-        for opt in (xr.SOAP(params), xr.PESG(params, xr.AUCMLoss())):
-            _step_ops(opt, params)
-            tiles = opt._plans[0][2][0].prepared
-            want = pesg_on_members or isinstance(opt, xr.SOAP)
-            assert [tile.members is not None for tile in tiles] == [want], (width, opt)
+    params = _layers(layers, width)
+    assert sum(p.numel() for p in params) <= xr_optim.SMALL_PLAN  # one tile
+    for opt, want in ((xr.SOAP(params), soap), (xr.PESG(params, xr.AUCMLoss()), pesg)):
+        _step_ops(opt, params)
+        tiles = opt._plans[0][2][0].prepared
+        assert [tile.members is not None for tile in tiles] == [want], opt
 
 
 # ------------------------------------------------------------------ the eager step's operators
@@ -405,15 +410,16 @@ def test_tiles_cover_the_members_in_order_and_gather_only_whole_ones(sizes, tile
 
 
 @pytest.mark.parametrize("mode", ["sgd", "adam"])
-def test_a_tile_takes_one_operator_per_term_of_the_update(mode):
+def test_a_tile_takes_one_operator_per_term_of_the_update(mode, monkeypatch):
     """Each ``x + c·y`` of the rule is one pass over the tile (``addcmul_`` with a 0-d one:
     bit for bit the product and the sum, as the property test above checks): SOAP's SGD
     (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides one copy of
     the gradients. A tile of several whole members on the CPU is stepped on the members
     themselves (foreach operators where a parameter takes part): no copy of the values in
-    and back out."""
+    and back out (here for 5 small members too)."""
     params = _layers(2)
     opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
+    monkeypatch.setattr(xr_optim, "MEMBER_TILE", 0)
     ops = _step_ops(opt, params)
     moving = {"_foreach_copy_": 1, "fill_": 1, "add_": 1}  # the gradients; counter; step
     if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf

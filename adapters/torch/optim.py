@@ -377,11 +377,16 @@ TILE = 1 << 16
 SMALL_PLAN = 2 * TILE
 
 
-#: Average elements per member from which a tile of several whole members is stepped on the
-#: members themselves (see :func:`_on_members`) where the rule's member step takes more
-#: foreach operators than gathering: each costs a dispatch per member, each pass saved one
-#: pass over the tile (at 0.1 M parameters, one thread: PESG 0.94x the time of gathering on
-#: an MLP of 10 tensors, ~10 k elements each; 1.04x on a conv net of 27, ~3.7 k each).
+#: Elements from which a tile of several whole members is stepped on the members
+#: themselves (see :func:`_on_members`). One thread, SOAP, time on the members / gathered:
+#: at 30 k parameters 1.04x (MLP of 10 tensors) and 1.02x (conv net of 36), at 0.1 M 0.77x
+#: and 0.81x: the two passes saved count where a step's vectors outgrow the core's cache.
+MEMBER_TILE = TILE
+#: Average elements per member from which such a tile is stepped on its members where the
+#: rule's member step takes more foreach operators than gathering: each costs a dispatch
+#: per member, each pass saved one pass over the tile (at 0.1 M parameters, one thread:
+#: PESG 0.94x the time of gathering on the MLP, ~10 k elements per tensor; 1.04x on the
+#: conv net, ~2.8 k).
 MEMBER_SIZE = 6144
 
 
@@ -607,17 +612,20 @@ def _slot_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[torch.Tensor, 
 def _on_members(pieces: list[tuple[int, int, int]], sizes: list[int], rule: UpdateRule
                 ) -> bool:
     """Whether a tile of ``pieces`` is stepped on its members (see :class:`_Members`): whole
-    members only, and either the rule's member step takes no more foreach operators than
-    gathering does (the gradients' copy, weight decay's term and the update, against two
-    copies in and one out: then it saves two passes for nothing), or the members hold
-    :data:`MEMBER_SIZE` elements or more on average (the passes saved outweigh a dispatch
-    per member of each further foreach operator)."""
+    members only, of :data:`MEMBER_TILE` elements or more in all (below, the vectors of a
+    step stay in the core's cache and the two passes saved cost little against a foreach
+    operator's dispatch per member), and either the rule's member step takes no more
+    foreach operators than gathering does (the gradients' copy, weight decay's term and the
+    update, against two copies in and one out), or the members hold :data:`MEMBER_SIZE`
+    elements or more on average (the passes saved outweigh a dispatch per member of each
+    further foreach operator)."""
     total = 0
     for i, a, b in pieces:
         if a != 0 or b != sizes[i]:
             return False
         total += b
-    return not _member_overhead(rule) or total >= MEMBER_SIZE * len(pieces)
+    return total >= MEMBER_TILE and (not _member_overhead(rule)
+                                     or total >= MEMBER_SIZE * len(pieces))
 
 
 def _member_overhead(rule: UpdateRule) -> bool:
@@ -1034,13 +1042,17 @@ def _steps_alike(rule: UpdateRule, group: dict[str, Any], other: dict[str, Any],
                  group_rule: Callable[[dict[str, Any]], UpdateRule]) -> bool:
     """Whether ``other`` takes the same eager step as ``group`` (whose rule is ``rule``), so
     that one plan may hold the parameters of both: the same rule (hyper-parameters), the same
-    number learning rate, rates that ignore the step, and ClippedRule's update, which ignores
+    number learning rate, rates that ignore the step, ClippedRule's update, which ignores
     whether a parameter is a loss's auxiliary (PESG's a, b: a plan less, some 12 operators
-    a step; PDSCA leaves its auxiliaries alone in the cross-entropy phase)."""
+    a step; PDSCA leaves its auxiliaries alone in the cross-entropy phase), and a gradient
+    for every parameter of both (a plan with a member short of one steps tensor by tensor:
+    joined, the other group would too)."""
     lr = group["lr"]
     return (type(rule).update_param is _CLIPPED_UPDATE and type(rule).rates is _STEPLESS_RATES
             and isinstance(lr, float | int) and type(other["lr"]) is type(lr)
-            and other["lr"] == lr and group_rule(other) is rule)
+            and other["lr"] == lr and group_rule(other) is rule
+            and all(map(operator.is_not, map(_GRAD, group["params"]), repeat(None)))
+            and all(map(operator.is_not, map(_GRAD, other["params"]), repeat(None))))
 
 
 def _grad(param: torch.Tensor) -> torch.Tensor:
