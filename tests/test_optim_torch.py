@@ -516,12 +516,18 @@ def test_min_max_steps_read_the_step_once_and_take_no_views_of_the_auxiliaries(n
 @pytest.mark.parametrize("name, options", [("SOAP", {"mode": "sgd"}), ("PESG", {}),
                                            ("LARS", {"learning_rate": 0.1,
                                                      "weight_decay": 0.01})])
-@pytest.mark.parametrize("tile", [7, 10**6], ids=["sliced", "gathered"])
-def test_channels_last_parameters_train_as_contiguous_ones(name, options, tile, monkeypatch):
+@pytest.mark.parametrize("tile, on_members", [(7, False), (10**6, False), (10**6, True)],
+                         ids=["sliced", "gathered", "on_members"])
+def test_channels_last_parameters_train_as_contiguous_ones(name, options, tile, on_members,
+                                                           monkeypatch):
     """Non-contiguous parameters (channels_last convolutions, with gradients of that layout)
-    are read and written in their logical order, sliced by tiles or gathered whole: the same
-    values as the contiguous model, and they keep their layout."""
+    are read and written in their logical order, sliced by tiles, gathered whole or stepped
+    on themselves by foreach operators: the same values as the contiguous model, and they
+    keep their layout."""
     monkeypatch.setattr(xr_optim, "_tile_length", lambda total: tile)
+    if on_members:
+        monkeypatch.setattr(xr_optim, "MEMBER_TILE", 0)
+        monkeypatch.setattr(xr_optim, "MEMBER_SIZE", 0)
     runs = []
     for layout in (torch.contiguous_format, torch.channels_last):
         torch.manual_seed(0)

@@ -14,8 +14,10 @@ In eager mode a step runs the core rule on the group's parameters as one flat ve
 into cache-sized tiles (the buffers are views of one flat buffer per kind, updated in place
 as torch's own optimizers do: copy ``state_dict()`` to keep a snapshot), with the counters
 mirrored on the host, so a step costs a few tensor ops per tile, whether the tile holds 4
-parameters or 400, keeps no temporary larger than a tile and reads no device value. Under
-``torch.compile`` it runs the core rule per tensor.
+parameters or 400, keeps no temporary larger than a tile and reads no device value (a large
+tile of whole parameters on the CPU is stepped on the parameters themselves by foreach
+operators, bit for bit the same; groups that take the same step, such as PESG's model and
+its loss's a, b, share the tiles). Under ``torch.compile`` it runs the core rule per tensor.
 
 For a min-max loss (PESG + AUCMLoss, PDSCA + CompositionalAUCLoss) the loss's ``descent``
 auxiliaries form one more parameter group (``group["auxiliary"] is True``) and each
