@@ -121,20 +121,20 @@ def iinfo(dtype: Any) -> Any:
 
 
 SHIM_FUNCTIONS = (
-    "all", "arange", "asarray", "astype", "clip", "concat", "exp", "expand_dims", "finfo",
+    "abs", "all", "arange", "asarray", "astype", "clip", "concat", "exp", "expand_dims", "finfo",
     "float32", "float64", "floor", "full_like", "iinfo", "int32", "int64", "isdtype",
     "isfinite", "log", "log1p", "matrix_transpose", "max", "maximum", "min", "ones_like", "pow",
     "reshape", "searchsorted", "sort", "sqrt", "stack", "sum", "take", "where", "zeros",
     "zeros_like",
 )
 
-_DIRECT = {"sum": _reduction(tf.reduce_sum), "all": _reduction(tf.reduce_all),
-           "max": _reduction(tf.reduce_max), "min": _reduction(tf.reduce_min), "exp": tf.exp,
-           "floor": tf.floor, "log": tf.math.log, "log1p": tf.math.log1p, "sqrt": tf.sqrt,
-           "isfinite": tf.math.is_finite, "float32": tf.float32, "float64": tf.float64,
-           "int32": tf.int32, "int64": tf.int64, "matrix_transpose": tf.linalg.matrix_transpose,
-           "sort": tf.sort, "searchsorted": tf.searchsorted, "stack": tf.stack,
-           "expand_dims": tf.expand_dims}
+_DIRECT = {"abs": tf.math.abs, "sum": _reduction(tf.reduce_sum), "exp": tf.exp,
+           "all": _reduction(tf.reduce_all), "max": _reduction(tf.reduce_max),
+           "min": _reduction(tf.reduce_min), "floor": tf.floor, "log": tf.math.log,
+           "log1p": tf.math.log1p, "sqrt": tf.sqrt, "isfinite": tf.math.is_finite,
+           "float32": tf.float32, "float64": tf.float64, "int32": tf.int32, "int64": tf.int64,
+           "matrix_transpose": tf.linalg.matrix_transpose, "sort": tf.sort,
+           "searchsorted": tf.searchsorted, "stack": tf.stack, "expand_dims": tf.expand_dims}
 
 namespace = SimpleNamespace(
     **{fn: _DIRECT[fn] if fn in _DIRECT else globals()[fn] for fn in SHIM_FUNCTIONS}

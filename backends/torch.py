@@ -41,16 +41,26 @@ def _plain_bound(value: Any) -> bool:
     return value is None or (type(value) in (int, float) and value == value)
 
 
-#: ``array_api_compat.torch`` with its two hottest wrappers made direct calls. The core calls
-#: ``take`` and ``clip`` several times per step, and an eager torch step is dominated by
-#: per-op costs at the batch sizes users train with: compat's ``take`` adds three ops to wrap
-#: negative indices, which the core never passes (its gathers use validated or computed
-#: non-negative positions; a negative one still raises in ``index_select``), and its ``clip``
-#: inspects its bounds in Python before ``clamp``. A module object, so that ``torch.compile``
+def _where(condition: Any, x1: Any, x2: Any, /) -> Any:
+    # Two tensors of one dtype: compat's promotion fix-up (a 0-d operand's dtype) changes
+    # nothing, so call torch directly; anything else takes compat's path.
+    if (isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor)
+            and x1.dtype == x2.dtype):
+        return torch.where(condition, x1, x2)
+    return _compat.where(condition, x1, x2)
+
+
+#: ``array_api_compat.torch`` with its three hottest wrappers made direct calls. The core
+#: calls ``take``, ``clip`` and ``where`` several times per step, and an eager torch step is
+#: dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds three
+#: ops to wrap negative indices, which the core never passes (its gathers use validated or
+#: computed non-negative positions; a negative one still raises in ``index_select``), its
+#: ``clip`` inspects its bounds in Python before ``clamp``, and its ``where`` reconciles the
+#: dtypes of its operands even where they agree. A module object, so that ``torch.compile``
 #: traces through it as through compat's own module (a custom class breaks the graph).
 namespace = types.ModuleType("xrisk.backends.torch.namespace", __doc__)
 namespace.__dict__.update({k: v for k, v in vars(_compat).items() if not k.startswith("__")})
-namespace.__dict__.update(take=_take, clip=_clip)
+namespace.__dict__.update(take=_take, clip=_clip, where=_where)
 has_autodiff = True
 index_dtype = torch.int64
 

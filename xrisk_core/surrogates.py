@@ -24,7 +24,7 @@ from typing import Any
 
 from ._typing import Array
 
-__all__ = ["SURROGATES", "surrogate_loss", "check_surrogate"]
+__all__ = ["SURROGATES", "surrogate_loss", "check_surrogate", "softplus"]
 
 
 
@@ -52,13 +52,28 @@ def _squared(t: Array, margin: float, scale: float, xp: Any) -> Array:
 
 
 def _logistic(t: Array, margin: float, scale: float, xp: Any) -> Array:
-    # softplus(z) in two overflow-free branches; each branch only sees its own half of z,
-    # so neither produces inf (nor a NaN gradient) where it is not selected.
-    z = -scale * t
+    # -1 * t is -t bit for bit: the default scale costs one negation, not a product.
+    return softplus(-t if scale == 1.0 else -scale * t, xp)
+
+
+def softplus(z: Array, xp: Any) -> Array:
+    r""":math:`\log(1 + e^{z})` elementwise, finite for every finite ``z`` (the logistic
+    surrogate is ``softplus(-s t)``; the cross-entropy losses call it on signed logits).
+
+    Two overflow-free branches, each seeing only its own half of ``z``, so neither produces
+    inf (nor a NaN gradient) where it is not selected; the sign test is computed once.
+
+    Examples
+    --------
+    >>> import numpy as np, array_api_compat.numpy as xp
+    >>> softplus(np.array([-1000.0, 0.0, 1000.0]), xp).round(4).tolist()
+    [0.0, 0.6931, 1000.0]
+    """
+    above = z > 0
     zero = xp.zeros_like(z)
-    high = xp.where(z > 0, z, zero)
-    low = xp.where(z > 0, zero, z)
-    return xp.where(z > 0, high + xp.log1p(xp.exp(-high)), xp.log1p(xp.exp(low)))
+    high = xp.where(above, z, zero)
+    low = xp.where(above, zero, z)
+    return xp.where(above, high + xp.log1p(xp.exp(-high)), xp.log1p(xp.exp(low)))
 
 
 def _barrier_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .._grouping import KeyGroups, group_keys
-from .._typing import Array
+from .._typing import Array, in_dtype
 from ._base import Input, LossDefinition, Step
 
 __all__ = ["BinaryLoss", "PositiveRows", "label_masks", "positive_mask"]
@@ -35,7 +35,7 @@ def label_masks(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array, Array
 def positive_mask(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array | None]:
     """``(positive, observed)`` of :func:`label_masks`, for losses that need no negative
     mask (one array operation fewer per step)."""
-    values = xp.astype(labels, dtype)
+    values = in_dtype(labels, dtype, xp)
     if not xp.isdtype(labels.dtype, "real floating"):
         return values, None
     positive = xp.astype(values == 1, dtype)

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._domain import COUNT
 from .._state import StateTable, axis_size
-from .._typing import Array
-from ..surrogates import check_surrogate, surrogate_loss
+from .._typing import Array, in_dtype
+from ..surrogates import check_surrogate, softplus, surrogate_loss
 from ._base import Auxiliary, NoState, Step
 from ._binary import BinaryLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value
@@ -38,11 +38,6 @@ __all__ = [
 _PROBABILITY_EPS = 1e-12
 
 
-def _softplus(x: Array, xp: Any) -> Array:
-    """log(1 + exp(x)), overflow-free in both directions (the logistic surrogate at -x)."""
-    return surrogate_loss("logistic", -x, scale=1.0, xp=xp)
-
-
 def _signed_logits(scores: Array, labels: Array, xp: Any) -> tuple[Array, Array]:
     """``(y, m)``: the labels as floats and the signed logits m = (2y - 1) z.
 
@@ -50,7 +45,7 @@ def _signed_logits(scores: Array, labels: Array, xp: Any) -> tuple[Array, Array]
     stable softplus each, with no ``z - y z`` cancellation (which loses every digit of a
     confident example's loss in float32).
     """
-    y = xp.astype(labels, scores.dtype)
+    y = in_dtype(labels, scores.dtype, xp)
     return y, (2 * y - 1) * scores
 
 
@@ -112,7 +107,7 @@ class PairwiseAUCLoss(BinaryLoss):
     def _loss(self, step: Step, state: NoState, params: Any, scores: Array, labels: Array,
               index: Array | None) -> tuple[Array, NoState]:
         xp = step.xp
-        positive = xp.astype(labels, scores.dtype)
+        positive = in_dtype(labels, scores.dtype, xp)
         pairs = xp.expand_dims(positive, 1) * xp.expand_dims(1 - positive, 0)  # (B, B)
         values = surrogate_loss(
             self.surrogate, xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
@@ -157,7 +152,7 @@ class CrossEntropyLoss(BinaryLoss):
               index: Array | None) -> tuple[Array, NoState]:
         xp = step.xp
         _, signed = _signed_logits(scores, labels, xp)
-        return xp.sum(_softplus(-signed, xp)) / axis_size(scores, dtype=scores.dtype), state
+        return xp.sum(softplus(-signed, xp)) / axis_size(scores, dtype=scores.dtype), state
 
 
 class FocalLoss(BinaryLoss):
@@ -215,8 +210,8 @@ class FocalLoss(BinaryLoss):
         xp = step.xp
         y, signed = _signed_logits(scores, labels, xp)
         weight = self.alpha * y + (1 - self.alpha) * (1 - y)
-        focus = xp.exp(-self.gamma * _softplus(signed, xp))  # (1 - p_t) ** gamma
-        total = xp.sum(weight * focus * _softplus(-signed, xp))
+        focus = xp.exp(-self.gamma * softplus(signed, xp))  # (1 - p_t) ** gamma
+        total = xp.sum(weight * focus * softplus(-signed, xp))
         return total / axis_size(scores, dtype=scores.dtype), state
 
 
@@ -318,7 +313,7 @@ class CompositionalAUCLoss(BinaryLoss):
               scores: Array, labels: Array, index: Array | None,
               ) -> tuple[Array, CompositionalAUCState]:
         xp = step.xp
-        y = xp.astype(labels, scores.dtype)
+        y = in_dtype(labels, scores.dtype, xp)
         log_p, log_q = _clipped_logs(scores, xp)
         bce = -xp.sum(y * log_p + (1 - y) * log_q) / axis_size(scores, dtype=scores.dtype)
         auc = aucm_value(scores, labels, params, margin=self.margin, version=self.version,

@@ -119,6 +119,8 @@ class _Groups(NamedTuple):
     negative: Array  #: (B, B) 1.0 where j holds another dataset index than anchor i
     num_neg: Array  #: (B,) negatives of each anchor, floored at 1
     has: Array  #: (B,) bool: the anchor has a negative
+    #: (B, B) bool ``negative > 0``, tested once per step for every block that selects by it
+    is_negative: Array
 
 
 def _groups(step: Step, index: Array, dtype: Any) -> _Groups:
@@ -129,14 +131,15 @@ def _groups(step: Step, index: Array, dtype: Any) -> _Groups:
     negative = 1 - keys.same(dtype)
     # Exact: B and the counts are integers far below 2**24.
     num_neg = axis_size(index, dtype=dtype) - keys.count
-    return _Groups(keys, negative, step.xp.clip(num_neg, 1, None), num_neg > 0)
+    return _Groups(keys, negative, step.xp.clip(num_neg, 1, None), num_neg > 0, negative > 0)
 
 
 
-def _masked_exp(xp: Any, z: Array, shift: Array, negative: Array) -> Array:
-    """exp(z - shift_i) on the negatives (<= 1 there), 0 elsewhere; nothing overflows."""
-    exponent = xp.where(negative > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
-    return xp.exp(exponent) * negative
+def _masked_exp(xp: Any, z: Array, shift: Array, groups: _Groups, zeros: Array) -> Array:
+    """exp(z - shift_i) on the negatives (<= 1 there), 0 elsewhere; nothing overflows.
+    ``zeros`` (B, B): the fill of the other entries, one array for every block."""
+    exponent = xp.where(groups.is_negative, z - xp.expand_dims(shift, 1), zeros)
+    return xp.exp(exponent) * groups.negative
 
 
 class _Estimate(NamedTuple):
@@ -158,13 +161,13 @@ def _estimate(xp: Any, groups: _Groups, old: Array, directions: list[list[Array]
     :math:`\tilde u = 0`, takes :math:`\gamma = 1`), pooled over the duplicates; the row keeps
     the mean over directions. One shift serves every direction of the row.
     """
-    negative = groups.negative
+    is_negative = groups.is_negative
     blocks = [z for direction in directions for z in direction]
     # A finite fill below every z, for the masked maxima.
     low = xp.min(xp.stack([xp.min(z) for z in blocks]))
     largest = None
     for z in blocks:
-        row_max = xp.max(xp.where(negative > 0, z, low), axis=1)
+        row_max = xp.max(xp.where(is_negative, z, low), axis=1)
         largest = row_max if largest is None else xp.maximum(largest, row_max)
     # The group's largest (duplicates share one row, so one shift).
     largest = groups.keys.max(largest, low)
@@ -177,8 +180,9 @@ def _estimate(xp: Any, groups: _Groups, old: Array, directions: list[list[Array]
     weight = xp.where(old_tilde > 0, xp.full_like(old_tilde, gamma),
                       xp.ones_like(old_tilde))  # first visit: the batch estimate itself
     tildes, exps = [], []
+    zeros = xp.zeros_like(blocks[0])  # detached blocks: the fill needs no gradient of its own
     for direction in directions:
-        terms = [_masked_exp(xp, z, shift, negative) for z in direction]
+        terms = [_masked_exp(xp, z, shift, groups, zeros) for z in direction]
         total = terms[0]
         for term in terms[1:]:
             total = total + term
@@ -768,7 +772,8 @@ class InfoNCELoss(LossDefinition):
         if index is None:
             index = xp.arange(axis_size(view1), dtype=step.backend.index_dtype,
                               device=step.backend.device(view1))
-        negative = _groups(step, index, dtype).negative
+        groups = _groups(step, index, dtype)
+        negative, is_negative = groups.negative, groups.is_negative
         cross = view1 @ _transpose(xp, view2) / self.tau
         positive = xp.sum(view1 * view2, axis=1) / self.tau
         rows = [[cross], [_transpose(xp, cross)]]
@@ -780,12 +785,12 @@ class InfoNCELoss(LossDefinition):
             # log-sum-exp over the positive and the negatives, shifted by a detached maximum
             top = stop(positive)
             for block in blocks:
-                top = xp.maximum(top, stop(xp.max(xp.where(negative > 0, block,
+                top = xp.maximum(top, stop(xp.max(xp.where(is_negative, block,
                                                            xp.expand_dims(positive, 1)),
                                                   axis=1)))
             sums = xp.exp(positive - top)
             for block in blocks:
-                exponent = xp.where(negative > 0, block - xp.expand_dims(top, 1),
+                exponent = xp.where(is_negative, block - xp.expand_dims(top, 1),
                                     xp.zeros_like(block))
                 sums = sums + xp.sum(xp.exp(exponent) * negative, axis=1)
             anchor = xp.log(sums) + top - positive

@@ -247,14 +247,15 @@ class EntLossClassification(LossDefinition):
 
 
 def _softplus(xp: Any, x: Array) -> Array:
-    """log(1 + e^x) without overflow."""
-    return xp.clip(x, 0, None) + xp.log1p(xp.exp(-xp.maximum(x, -x)))
+    """log(1 + e^x) without overflow (``abs``: max(x, -x) in one operation, the same bits)."""
+    return xp.clip(x, 0, None) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def _logaddexp(xp: Any, x: Array, y: Array) -> Array:
-    """log(e^x + e^y) without overflow."""
+    """log(e^x + e^y) without overflow (``y - x`` is ``-(x - y)`` exactly, so the larger
+    of the two differences is ``abs(x - y)``)."""
     top = xp.maximum(x, y)
-    return top + xp.log1p(xp.exp(-xp.maximum(x - y, y - x)))
+    return top + xp.log1p(xp.exp(-xp.abs(x - y)))
 
 
 def _fresh(value: Array) -> Array:

@@ -39,7 +39,7 @@ from .._domain import NONNEGATIVE, REAL
 from .._grouping import KeyGroups, group_keys
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, SMOOTHING, StateTable
-from .._typing import Array
+from .._typing import Array, in_dtype
 from ._base import LOSSES, Auxiliary, Input, LossDefinition, Step, state_update
 from .auc import AUCMParams
 
@@ -163,22 +163,25 @@ class _MIDAMBase(LossDefinition):
         xp, stop = step.xp, step.stop
         a, b, alpha = params
         if bags.present is None:  # every position present: the same numbers, unmasked
-            positive = xp.astype(labels, h.dtype)
+            positive = in_dtype(labels, h.dtype, xp)
             negative = 1 - positive
         else:
             present = xp.astype(bags.present, h.dtype)
-            positive = xp.astype(labels, h.dtype) * present
+            positive = in_dtype(labels, h.dtype, xp) * present
             negative = present - positive
         n_pos = xp.clip(xp.sum(positive), 1, None)  # counts: at least 1
         n_neg = xp.clip(xp.sum(negative), 1, None)
         mean_pos = xp.sum(positive * h) / n_pos
         mean_neg = xp.sum(negative * h) / n_neg
         from_a, from_b = h - a, h - b
+        # One 2α for the value and the detached weights: backward reaches it through the
+        # value only, so the gradients are those of three separate products.
+        two_alpha = 2 * alpha
         value = (xp.sum(positive * from_a ** 2) / n_pos
                  + xp.sum(negative * from_b ** 2) / n_neg
-                 + 2 * alpha * (self.margin + mean_neg - mean_pos) - alpha * alpha)
-        weights = stop(positive * (2 * from_a - 2 * alpha) / n_pos
-                       + negative * (2 * from_b + 2 * alpha) / n_neg)
+                 + two_alpha * (self.margin + mean_neg - mean_pos) - alpha * alpha)
+        weights = stop(positive * (2 * from_a - two_alpha) / n_pos
+                       + negative * (2 * from_b + two_alpha) / n_neg)
         return value + xp.sum(weights * (q - stop(q)))
 
 
@@ -191,13 +194,15 @@ def _shift_rows(xp: Any, old_tilde: Array, old_shift: Array, largest: Array, gam
     exp(c_old - shift)``, the factor of every carried column, with ``decay * u~_old <= 1``.
     ``where`` on safe operands: no inf or NaN on either branch.
     """
-    carry = (1 - gamma) * old_tilde
+    carried_weight = 1 - gamma
+    carry = carried_weight * old_tilde
     has_carry = carry > 0
-    candidate = old_shift + xp.log(xp.where(has_carry, carry, xp.ones_like(carry)))
+    ones, zeros = xp.ones_like(carry), xp.zeros_like(carry)  # detached fills, shared
+    candidate = old_shift + xp.log(xp.where(has_carry, carry, ones))
     shift = xp.where(has_carry, xp.maximum(largest, candidate), largest)
-    keep = xp.where(has_carry, 1 - gamma, xp.ones_like(carry))
-    gap = xp.where(has_carry, old_shift - shift, xp.zeros_like(carry))  # <= -log(carry)
-    decay = xp.where(has_carry, keep * xp.exp(gap), xp.zeros_like(carry))
+    keep = xp.where(has_carry, carried_weight, ones)
+    gap = xp.where(has_carry, old_shift - shift, zeros)  # <= -log(carry)
+    decay = xp.where(has_carry, keep * xp.exp(gap), zeros)
     return shift, decay
 
 
@@ -223,6 +228,18 @@ def _masked_exp_mean(xp: Any, z: Array, shift: Array, mask: Array | None, size: 
     if weights is not None:
         terms = terms * weights
     return xp.sum(terms, axis=1) / size
+
+
+def _masked_exp_means(xp: Any, z: Array, shift: Array, mask: Array | None, size: Array,
+                      weights: Array) -> tuple[Array, Array]:
+    """``(_masked_exp_mean(.., weights), _masked_exp_mean(..))`` from one ``exp``: for detached
+    ``z`` only (a shared differentiable exp would sum its two gradients in another order)."""
+    if mask is None:
+        terms = xp.exp(z - xp.expand_dims(shift, 1))
+    else:
+        exponent = xp.where(mask > 0, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
+        terms = xp.exp(exponent) * mask
+    return xp.sum(terms * weights, axis=1) / size, xp.sum(terms, axis=1) / size
 
 
 # --------------------------------------------------------------------------- softmax pooling
@@ -346,20 +363,21 @@ class MIDAM_softmax_pooling_loss(_MIDAMBase):
         gamma = xp.astype(state.smoothing, dtype)
         z = stop(scores) / self.tau
         largest = bags.groups.max(*_bag_max(xp, z, bags.mask))
-        old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 2)
+        old = in_dtype(xp.take(state.s, bags.groups.rows, axis=0), dtype, xp)  # (B, 2)
         shift, decay = _shift_rows(xp, old[:, 0], old[:, 1], largest, gamma)
         fresh = bags.groups.mean(_masked_exp_mean(xp, z, shift, bags.mask, bags.size))
         new = xp.stack([decay * old[:, 0] + gamma * fresh, shift], axis=1)
         table, stored = self._write(step, state.s, bags, new, old)
 
         # log s at present bags (s~ > 0 there); 0 elsewhere, so nothing takes log 0.
+        stored_tilde, stored_shift = stored[:, 0], stored[:, 1]
         if bags.present is None:
-            tilde = xp.where(stored[:, 0] > 0, stored[:, 0], xp.ones_like(stored[:, 0]))
-            log_s = xp.log(tilde) + stored[:, 1]
+            tilde = xp.where(stored_tilde > 0, stored_tilde, xp.ones_like(stored_tilde))
+            log_s = xp.log(tilde) + stored_shift
         else:
-            tilde = xp.where(bags.present & (stored[:, 0] > 0), stored[:, 0],
-                             xp.ones_like(stored[:, 0]))
-            log_s = xp.log(tilde) + xp.where(bags.present, stored[:, 1], xp.zeros_like(tilde))
+            tilde = xp.where(bags.present & (stored_tilde > 0), stored_tilde,
+                             xp.ones_like(stored_tilde))
+            log_s = xp.log(tilde) + xp.where(bags.present, stored_shift, xp.zeros_like(tilde))
         h = self.tau * log_s
         # q_i = tau * s^_i / s_i, differentiable in the scores; every exponent is bounded
         # above by log(K * duplicates / gamma), since c >= each phi / tau of the bag.
@@ -477,20 +495,22 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
         gamma = xp.astype(state.smoothing, dtype)
         omega, phi = stop(attention), stop(scores)
         largest = bags.groups.max(*_bag_max(xp, omega, bags.mask))
-        old = xp.astype(xp.take(state.s, bags.groups.rows, axis=0), dtype)  # (B, 3)
+        old = in_dtype(xp.take(state.s, bags.groups.rows, axis=0), dtype, xp)  # (B, 3)
         # The shift follows the denominator d (> 0); |n| <= max|phi| d, so n stays bounded too.
         shift, decay = _shift_rows(xp, old[:, 1], old[:, 2], largest, gamma)
-        fresh_n = bags.groups.mean(_masked_exp_mean(xp, omega, shift, bags.mask, bags.size,
-                                                    phi))
-        fresh_d = bags.groups.mean(_masked_exp_mean(xp, omega, shift, bags.mask, bags.size))
+        pooled_n, pooled_d = _masked_exp_means(xp, omega, shift, bags.mask, bags.size, phi)
+        fresh_n = bags.groups.mean(pooled_n)
+        fresh_d = bags.groups.mean(pooled_d)
         new = xp.stack([decay * old[:, 0] + gamma * fresh_n,
                         decay * old[:, 1] + gamma * fresh_d, shift], axis=1)
         table, stored = self._write(step, state.s, bags, new, old)
 
-        valid = stored[:, 1] > 0 if bags.present is None else bags.present & (stored[:, 1] > 0)
-        d_tilde = xp.where(valid, stored[:, 1], xp.ones_like(stored[:, 1]))
-        n_tilde = xp.where(valid, stored[:, 0], xp.zeros_like(stored[:, 0]))
-        shift = xp.where(valid, stored[:, 2], xp.zeros_like(d_tilde))
+        stored_n, stored_d = stored[:, 0], stored[:, 1]
+        valid = stored_d > 0 if bags.present is None else bags.present & (stored_d > 0)
+        zeros = xp.zeros_like(stored_d)  # detached rows: one fill for both
+        d_tilde = xp.where(valid, stored_d, xp.ones_like(stored_d))
+        n_tilde = xp.where(valid, stored_n, zeros)
+        shift = xp.where(valid, stored[:, 2], zeros)
         ratio = n_tilde / d_tilde
         h = _sigmoid(ratio, xp)
         slope = h * (1 - h)
@@ -504,8 +524,9 @@ class MIDAM_attention_pooling_loss(_MIDAMBase):
 
 
 def _sigmoid(x: Array, xp: Any) -> Array:
-    """Logistic function without overflow: exp of -|x| only."""
-    small = xp.exp(-xp.maximum(x, -x))
+    """Logistic function without overflow: exp of -|x| only (``abs``: max(x, -x) in one
+    operation, the same bits)."""
+    small = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + small), small / (1 + small))
 
 

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._state import StateTable
-from .._typing import Array
+from .._typing import Array, in_dtype
 from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Sharding, Step
 from .ap import APLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value
@@ -79,7 +79,7 @@ class _MultiLabelLoss(LossDefinition):
         (``None`` without ``task``: all active); ``count`` the number of active labels (>= 1).
         """
         xp = step.xp
-        values = xp.astype(labels, scores.dtype)
+        values = in_dtype(labels, scores.dtype, xp)
         if task is None:
             return values, None, self.num_labels
         ids = xp.arange(self.num_labels, dtype=task.dtype)

@@ -27,7 +27,7 @@ from .._arguments import check_count, check_fraction, check_positive
 from .._domain import REAL, UNIT_INTERVAL
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, StateTable
-from .._typing import Array
+from .._typing import Array, in_dtype
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import LOSSES, Step
 from ._binary import BinaryLoss, PositiveRows, label_masks
@@ -88,7 +88,7 @@ class _PairwiseLoss(BinaryLoss):
 
     @staticmethod
     def _gather(xp: Any, table: Array, rows: PositiveRows, dtype: Any) -> Array:
-        return xp.astype(xp.take(table, rows.rows, axis=0), dtype)
+        return in_dtype(xp.take(table, rows.rows, axis=0), dtype, xp)
 
     @staticmethod
     def _write(step: Step, table: Array, rows: PositiveRows, pairs: _Pairs, new: Array,
@@ -108,7 +108,7 @@ class _PairwiseLoss(BinaryLoss):
             # dtype (which would cut the digits of a float64 table under float32 scores).
             old = xp.take(table, rows.rows, axis=0)
             new = step.unmoved_as_gathered(new, old, pairs.keep)
-        stored = xp.astype(new, dtype)
+        stored = in_dtype(new, dtype, xp)  # new rows (never a table): no copy needed
         return step.write_rows(table, rows.rows, new, equal_duplicates=True), stored
 
     @staticmethod
@@ -493,8 +493,8 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         exponent = xp.where(is_positive, v - w_shift, xp.zeros_like(v))  # <= 0 at positives
         fresh = xp.sum(xp.exp(exponent) * pairs.positive) / pairs.num_pos
         new_w = xp.where(pairs.keep, xp.stack([carried + gamma1 * fresh, w_shift]), old_w)
-        w_table = xp.astype(new_w, state.w.dtype)
-        stored_w = xp.astype(w_table, scores.dtype)  # the weights use the stored w
+        w_table = in_dtype(new_w, state.w.dtype, xp)
+        stored_w = in_dtype(w_table, scores.dtype, xp)  # the weights use the stored w
         w_tilde = xp.where(stored_w[0] > 0, stored_w[0], xp.ones_like(stored_w[0]))
         w_shift = stored_w[1]
 
@@ -618,7 +618,7 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
         above = xp.sum(xp.where(excess > 0, excess, xp.zeros_like(excess)) * pairs.mask, axis=1)
         u = s1 + rows.pool(above / pairs.num_neg, xp) / self.theta_1
         dual = xp.clip(dual + self.alpha * (u - s2) / self.theta_0, min=0.0, max=1.0)
-        dual = xp.astype(xp.astype(dual, state.u.dtype), dtype)  # the stored dual, used below
+        dual = in_dtype(in_dtype(dual, state.u.dtype, xp), dtype, xp)  # the stored dual
         hit_rate = rows.pool(xp.sum(hit, axis=1) / pairs.num_neg, xp)
         s1 = s1 - self.beta_0 * (dual / self.theta_0) * (1 - hit_rate / self.theta_1)
         table, _ = self._write(step, state.u, rows, pairs, xp.stack([u, s1, dual], axis=1), old)
@@ -627,7 +627,7 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
         loss = self._mean_over_pairs(xp, weights, pairs)
         mean_dual = xp.sum(dual * pairs.positive) / pairs.num_pos
         new_s2 = xp.where(pairs.keep, s2 - self.beta_1 * (1 - mean_dual / self.theta_0), s2)
-        return loss, tpAUC_CVaR_State(u=table, s2=xp.astype(new_s2, state.s2.dtype))
+        return loss, tpAUC_CVaR_State(u=table, s2=in_dtype(new_s2, state.s2.dtype, xp))
 
 
 # --------------------------------------------------------------------------- front door

@@ -1,0 +1,154 @@
+"""Fewer operators per eager torch step, the same bits: the cuts of the losses' fixed cost.
+
+Each test counts the aten operators a loss dispatches (a ``TorchDispatchMode``) and checks the
+result against the longer computation it replaced, byte for byte:
+
+- the stable softplus tests the sign of its input once (it took three tests, and the cross
+  entropy losses negated their logits three times);
+- NDCG without a mask builds no column mask and multiplies by no ones;
+- the contrastive losses compare their (B, B) negatives mask with 0 once per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import xrisk.torch as xr
+from xrisk.backends import get_backend
+from xrisk.surrogates import softplus, surrogate_loss
+
+tx = get_backend("torch").namespace
+
+
+class _Ops(TorchDispatchMode):
+    """Records (name, input shapes) of every dispatched aten operator."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[tuple[str, tuple[tuple[int, ...], ...]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append((func.overloadpacket.__name__,
+                         tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
+        return func(*args, **(kwargs or {}))
+
+    def named(self, name: str) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+        return [op for op in self.ops if op[0] == name]
+
+
+def _bytes(x: torch.Tensor) -> bytes:
+    return x.detach().contiguous().numpy().tobytes()
+
+
+def _softplus_by_three_tests(z: torch.Tensor) -> torch.Tensor:
+    """The formula the softplus replaced, operator for operator (the logistic surrogate at
+    scale 1 of -z: ``-1 * -z``, three ``z > 0``)."""
+    z = -1.0 * -z
+    zero = torch.zeros_like(z)
+    high = torch.where(z > 0, z, zero)
+    low = torch.where(z > 0, zero, z)
+    return torch.where(z > 0, high + torch.log1p(torch.exp(-high)), torch.log1p(torch.exp(low)))
+
+
+_EDGES = [0.0, -0.0, 1e-30, -1e-30, 88.0, -88.0, 89.0, -104.0, 710.0, -745.0, 1e300, -1e300]
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.one_of(st.sampled_from(_EDGES),
+                                 st.floats(-1e4, 1e4, allow_nan=False)), min_size=1,
+                       max_size=30),
+       dtype=st.sampled_from([torch.float32, torch.float64]),
+       seed=st.integers(0, 2**16))
+def test_softplus_tests_the_sign_once_and_keeps_every_bit(values, dtype, seed):
+    z = torch.tensor(values, dtype=torch.float64).to(dtype).requires_grad_(True)
+    upstream = torch.randn(z.shape, generator=torch.Generator().manual_seed(seed),
+                           dtype=dtype)
+    with _Ops() as ops:
+        got = softplus(z, tx)
+    grad, = torch.autograd.grad(got, z, upstream)
+    want = _softplus_by_three_tests(z)
+    want_grad, = torch.autograd.grad(want, z, upstream)
+    assert _bytes(got) == _bytes(want) and _bytes(grad) == _bytes(want_grad)
+    assert len(ops.named("gt")) == 1, ops.ops
+    # the logistic surrogate is the same softplus: scale 1 costs one negation, no product
+    with _Ops() as ops:
+        logistic = surrogate_loss("logistic", -z, xp=tx)
+    assert _bytes(logistic) == _bytes(got)
+    assert not ops.named("mul"), ops.ops
+
+
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "FocalLoss"])
+def test_cross_entropy_losses_negate_their_logits_once(name):
+    logits = torch.linspace(-30, 30, 12, dtype=torch.float64).requires_grad_(True)
+    labels = (torch.arange(12) % 3 == 0).double()
+    with _Ops() as ops:
+        getattr(xr, name)(dtype="float64")(logits, labels)
+    # One softplus (CE: of -m) or two (focal: of m and -m), each with one sign test and one
+    # negation of its own; the logits are negated once, for -m.
+    softpluses = 1 if name == "CrossEntropyLoss" else 2
+    assert len(ops.named("gt")) == softpluses, ops.ops
+    assert len(ops.named("neg")) == softpluses + 1, ops.ops
+    assert not ops.named("_to_copy"), "float labels of the scores' dtype are not copied"
+
+
+def _ndcg_batch(queries: int, positives: int, negatives: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    relevance = rng.integers(1, 4, size=(queries, positives)).astype(np.float64)
+    ranked = -np.sort(-relevance, axis=1)
+    ideal = ((2.0 ** ranked - 1) / np.log2(np.arange(2, positives + 2))).sum(axis=1)
+    interaction = rng.integers(0, 9, size=(queries, positives))
+    interaction[1, 0] = interaction[0, 1]  # a repeated interaction pools with its twin
+    return {"relevance": torch.tensor(relevance), "query": torch.arange(queries),
+            "interaction": torch.tensor(interaction),
+            "num_relevant": torch.full((queries,), float(positives), dtype=torch.float64),
+            "ideal_dcg": torch.tensor(ideal)}
+
+
+def test_ndcg_without_a_mask_builds_no_column_mask_and_gives_the_same_bits():
+    """NDCG without ``mask``: no (queries, candidates) column selection, no product of the
+    (queries, positives, candidates) pair losses with ones, no selection of kept positions;
+    loss, gradient and state equal an all-ones mask's bit for bit over three steps."""
+    queries, positives, negatives = 4, 3, 6
+    width = positives + negatives
+    results, counts = [], []
+    for mask in (None, torch.ones((queries, positives), dtype=torch.int64)):
+        loss_fn = xr.NDCGLoss(num_interactions=9, num_queries=4, num_items=50,
+                              dtype="float64")
+        for step in range(3):
+            batch = _ndcg_batch(queries, positives, negatives, step)
+            scores = torch.randn(queries, width, dtype=torch.float64,
+                                 generator=torch.Generator().manual_seed(step)
+                                 ).requires_grad_(True)
+            with _Ops() as ops:
+                loss = loss_fn(scores, mask=mask, **batch)
+            grad, = torch.autograd.grad(loss, scores)
+        counts.append(len(ops.ops))
+        if mask is None:
+            assert not [op for op in ops.named("where") if (queries, width) in op[1]]
+            assert not [op for op in ops.named("mul")
+                        if (queries, positives, width) in op[1]
+                        and (queries, 1, width) in op[1]]
+        results.append([loss, grad, *loss_fn.buffers()])
+    for got, want in zip(*results, strict=True):
+        assert got.dtype == want.dtype and _bytes(got) == _bytes(want)
+    assert counts[0] < counts[1] - 6, counts
+
+
+@pytest.mark.parametrize("name", ["GlobalContrastiveLoss", "BimodalContrastiveLoss",
+                                  "InfoNCELoss"])
+def test_contrastive_negatives_are_compared_with_zero_once(name):
+    batch, dim = 6, 4
+    generator = torch.Generator().manual_seed(0)
+    views = [torch.randn(batch, dim, generator=generator, dtype=torch.float64) for _ in "ab"]
+    index = torch.tensor([0, 2, 2, 5, 7, 1])
+    kwargs = {} if name == "InfoNCELoss" else {"num_samples": 8}
+    loss_fn = getattr(xr, name)(dtype="float64", **kwargs)
+    with _Ops() as ops:
+        loss_fn(*views, index)
+    square = [op for op in ops.named("gt") if (batch, batch) in op[1]]
+    assert len(square) == 1, square
