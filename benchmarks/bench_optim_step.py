@@ -10,10 +10,15 @@ threads::
     python benchmarks/bench_optim_step.py
     python benchmarks/bench_optim_step.py --all --large --threads 1
     python benchmarks/bench_optim_step.py --threads 1 --clock cpu  # on a loaded machine
+    git show HEAD~3:adapters/torch/optim.py > /tmp/old_optim.py  # before / after a change:
+    python benchmarks/bench_optim_step.py --threads 1 --clock cpu --old /tmp/old_optim.py
 
-The three optimizers of a row run in alternation (round 1 of each, then round 2, ...) on three
-copies of the model; the ratios are medians over the rounds of the paired ratios (xrisk /
-torch.optim, xrisk / LibAUC). Targets: xrisk <= 1.1x torch.optim and <= 0.8x LibAUC.
+The three optimizers of a row run in alternation (round 1 of each, then round 2, ...; each
+round starts with the next one, so none always runs after the same other) on three copies of
+the model; the ratios are medians over the rounds of the paired ratios (xrisk / torch.optim,
+xrisk / LibAUC). Targets: xrisk <= 1.1x torch.optim and <= 0.8x LibAUC. ``--old`` adds a
+fourth: the same optimizer from another copy of ``adapters/torch/optim.py`` (e.g. from git
+history), with the paired ratio xrisk / old in the column ``/old``.
 
 Peak memory: the step's transient bytes (peak resident memory during one step, reset with
 ``/proc/self/clear_refs``, minus the resident memory before it), as a multiple of the
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
+import importlib.util
 import math
 import os
 import statistics
@@ -129,20 +135,24 @@ def aux_gradients(loss: Any) -> None:
         tensor.grad = torch.full_like(tensor, 0.01)
 
 
-def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any
-          ) -> dict[str, Callable[[], Any]]:
-    """``{"xrisk": step, "torch": step, "LibAUC": step}`` over three copies of the model."""
+def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
+          old: Any = None) -> dict[str, Callable[[], Any]]:
+    """``{"xrisk": step, "torch": step, "LibAUC": step}`` over three copies of the model
+    (and ``"old"``: the optimizer of the module ``old`` on a fourth)."""
     label, name, kwargs, (baseline, baseline_kwargs), _ = case
     steps: dict[str, Callable[[], Any]] = {}
-    params = with_gradients(model_fn(), 0)
-    if name in ("PESG", "PDSCA", "MIDAM"):
-        loss = (xr.CompositionalAUCLoss() if name == "PDSCA" else
-                xr.MIDAM_attention_pooling_loss(num_samples=8) if name == "MIDAM" else
-                xr.AUCMLoss())
-        aux_gradients(loss)
-        steps["xrisk"] = getattr(xr, name)(params, loss, **kwargs).step
-    else:
-        steps["xrisk"] = getattr(xr, name)(params, **kwargs).step
+    for key, module in (("xrisk", xr), ("old", old)):
+        if module is None:
+            continue
+        params = with_gradients(model_fn(), 0)
+        if name in ("PESG", "PDSCA", "MIDAM"):
+            loss = (xr.CompositionalAUCLoss() if name == "PDSCA" else
+                    xr.MIDAM_attention_pooling_loss(num_samples=8) if name == "MIDAM" else
+                    xr.AUCMLoss())
+            aux_gradients(loss)
+            steps[key] = getattr(module, name)(params, loss, **kwargs).step
+        else:
+            steps[key] = getattr(module, name)(params, **kwargs).step
     steps["torch"] = baseline(with_gradients(model_fn(), 0), **baseline_kwargs).step
     if libauc is not None:
         params = with_gradients(model_fn(), 0)
@@ -181,8 +191,9 @@ def transient_bytes(step: Callable[[], Any]) -> int:
 
 def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int,
                 clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
-    """Seconds per step of each optimizer in each round (alternating, after a warm-up), by
-    ``clock`` (wall time, or the thread's CPU time: see ``--clock``)."""
+    """Seconds per step of each optimizer in each round (alternating, each round starting
+    one further along, after a warm-up), by ``clock`` (wall time, or the thread's CPU time:
+    see ``--clock``)."""
     for step in steps.values():
         step()
         step()
@@ -190,8 +201,11 @@ def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int,
     steps["torch"]()
     per_round = max(1, min(20, round(0.05 / max(clock() - start, 1e-6))))
     times: dict[str, list[float]] = {k: [] for k in steps}
-    for _ in range(repeats):
-        for key, step in steps.items():
+    keys = list(steps)
+    for round_ in range(repeats):
+        shift = round_ % len(keys)  # who runs after whom (its cache, its heap) changes
+        for key in keys[shift:] + keys[:shift]:
+            step = steps[key]
             start = clock()
             for _ in range(per_round):
                 step()
@@ -315,6 +329,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated row labels to run")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--no-libauc", action="store_true")
+    parser.add_argument("--old", default="",
+                        help="path of another copy of adapters/torch/optim.py (e.g. from git "
+                             "history): its optimizers run in the rounds too, and the "
+                             "columns /old and old x give xrisk / old and its memory")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall time, or the CPU time of the timing thread (steadier on a "
                              "machine shared with other jobs; one thread only)")
@@ -324,6 +342,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "the Keras optimizer against keras.optimizers.Adam/SGD)")
     args = parser.parse_args(argv)
     args.frameworks = [f.strip() for f in args.frameworks.split(",") if f.strip()]
+    if args.old and not os.path.isfile(args.old):
+        parser.error(f"--old: got {args.old!r}, which is not a file; expected the path of a "
+                     "copy of adapters/torch/optim.py. Fix: git show "
+                     "REV:adapters/torch/optim.py > /tmp/old_optim.py; --old /tmp/old_optim.py")
     unknown = sorted(set(args.frameworks) - {"torch", "jax", "tensorflow"})
     if unknown:
         parser.error(f"--frameworks: got {unknown}; expected names from torch,jax,tensorflow")
@@ -354,6 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from _libauc_shim import MISSING_MESSAGE
             print(MISSING_MESSAGE)
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    old = None
+    if args.old:
+        spec = importlib.util.spec_from_file_location("xrisk_old_torch_optim", args.old)
+        old = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(old)  # type: ignore[union-attr]
     with open("/proc/loadavg") as load:
         print(f"load average: {load.read().strip()}; torch {torch.__version__}")
     print(f"optimizer.step(), float32, fixed random gradients, {args.clock} clock; median of "
@@ -362,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"<= {LIBAUC_TARGET}x LibAUC, transient memory <= torch.optim's + {MEMORY_SLACK}x")
     header = (f"{'thr':>3} {'model':<5} {'params':>7} {'optimizer':<11} {'xrisk ms':>9} "
               f"{'base ms':>9} {'LibAUC ms':>10} {'/base':>7} {'/LibAUC':>8} "
-              f"{'mem x':>6} {'torch x':>7}  verdict")
+              f"{'mem x':>6} {'torch x':>7}" + (f" {'/old':>6} {'old x':>6}" if old else "")
+              + "  verdict")
     print(header)
     print("-" * len(header))
     failed = []
@@ -376,10 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 count = sum(p.numel() for p in model_fn().parameters())
                 for case in args.cases:
-                    steps = build(case, model_fn, libauc)
+                    steps = build(case, model_fn, libauc, old)
                     times = time_rounds(steps, args.repeats, clock)
                     memory = {k: transient_bytes(steps[k]) / (4 * count)
-                              for k in ("xrisk", "torch")}
+                              for k in ("xrisk", "torch", "old") if k in steps}
                     del steps
                     median = {k: statistics.median(v) * 1e3 for k, v in times.items()}
                     to_torch = paired_ratio(times["torch"], times["xrisk"])
@@ -396,7 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                           f"{median['xrisk']:>9.2f} {median['torch']:>9.2f} "
                           f"{median.get('LibAUC', math.nan):>10.2f} {to_torch:>7.2f} "
                           f"{to_libauc:>8.2f} {memory['xrisk']:>6.2f} {memory['torch']:>7.2f}"
-                          f"  {verdict}", flush=True)
+                          + (f" {paired_ratio(times['old'], times['xrisk']):>6.2f}"
+                             f" {memory['old']:>6.2f}" if old else "")
+                          + f"  {verdict}", flush=True)
     torch.set_num_threads(os.cpu_count() or 1)
     failed += other_frameworks(args)
     print(f"{len(failed)} row(s) failed" if failed else "all targets met")
