@@ -190,8 +190,16 @@ class DataSection(_Section):
 
 #: Data kinds whose examples are images: a conv model sees them as (N, H, W, C).
 IMAGE_KINDS = ("digits", "mnist_5k", "image_folder", "medmnist", "chexpert")
-#: The reference models that take images (:mod:`xrisk.runner.models`).
-CONV_MODELS = ("resnet20", "conv_encoder")
+#: The larger backbones a recipe can name (optional extras: torchvision, keras.applications),
+#: with the frameworks that build them and the smallest image side each takes.
+BACKBONES = ("resnet18", "densenet121")
+BACKBONE_FRAMEWORKS = {"resnet18": ("torch",), "densenet121": ("torch", "tensorflow")}
+BACKBONE_MIN_SIZE = {"resnet18": 1, "densenet121": 32}
+#: The models that take images (N, H, W, C): the reference conv models
+#: (:mod:`xrisk.runner.models`) and the backbones.
+CONV_MODELS = ("resnet20", "conv_encoder", *BACKBONES)
+#: The image side of the shipped image data (files: ``data.image_size``, or the file's own).
+_SHIPPED_IMAGE_SIZE = {"digits": 8, "mnist_5k": 28}
 
 
 class ModelSection(_Section):
@@ -202,9 +210,17 @@ class ModelSection(_Section):
     the contrastive encoder (3x3 convs of ``widths``, pooling) with a head of ``hidden``
     widths and one output. ``neumf``: the ranking model of MovieLens (``task: ranking``).
     Conv models take image data only (:data:`IMAGE_KINDS`), in every framework.
+
+    The backbones (:data:`BACKBONES`, binary and multi-label image tasks): ``densenet121``
+    (torchvision in torch, ``keras.applications`` in TensorFlow; images of at least 32x32)
+    and ``resnet18`` (torchvision, torch only). They start from their framework's own
+    initialisation seeded from the run's seed, not from shared numpy weights, so the
+    frameworks do not start from the same model; gray images are repeated to their three
+    input channels. JAX builds neither.
     """
 
-    name: Literal["mlp", "resnet20", "conv_encoder", "neumf"] = "mlp"
+    name: Literal["mlp", "resnet20", "conv_encoder", "neumf", "resnet18",
+                  "densenet121"] = "mlp"
     hidden: tuple[int, ...] = (32,)
     activation: Literal["relu", "tanh"] = "relu"
     widths: tuple[int, ...] = (32, 64, 128)
@@ -497,6 +513,36 @@ class Recipe(_Section):
                 f"model.name: received {name!r} with data.name {data!r} (feature vectors, "
                 f"not images); expected image data ({list(IMAGE_KINDS)}) for a conv model. "
                 "Fix: use model.name mlp for this data, or name image data.")
+        if name in BACKBONES:
+            self._backbone_fits(name)
+
+    def _backbone_fits(self, name: str) -> None:
+        """A backbone: a framework that builds it, images it can take (raises ValueError;
+        a contrastive run's own check names its encoder)."""
+        if self.task == "contrastive":
+            return
+        frameworks = BACKBONE_FRAMEWORKS[name]
+        if self.framework not in frameworks:
+            usable = [m for m in BACKBONES if self.framework in BACKBONE_FRAMEWORKS[m]]
+            raise ValueError(
+                f"model.name: received {name!r} with framework {self.framework!r}; expected "
+                f"framework {' or '.join(repr(f) for f in frameworks)} for {name} "
+                f"({self.framework} has no {name} here). Fix: use model.name "
+                f"{' or '.join([*usable, 'resnet20', 'conv_encoder'])} with framework "
+                f"{self.framework}, or set framework: {' or '.join(frameworks)}.")
+        smallest = BACKBONE_MIN_SIZE[name]
+        data = self.data
+        size = _SHIPPED_IMAGE_SIZE.get(data.name, data.image_size)
+        if size is not None and size < smallest:
+            field = "data.image_size" if data.name in _IMAGE_DATA else "data.name"
+            shown = size if field == "data.image_size" else f"{data.name!r} ({size}x{size} images)"
+            fix = (f"set data.image_size to at least {smallest} (224, ImageNet's size, is "
+                   "DenseNet121's usual input)" if field == "data.image_size" else
+                   "use model.name resnet20 or conv_encoder for these small images, or image "
+                   f"data of at least {smallest}x{smallest} pixels")
+            raise ValueError(f"{field}: received {shown} with model.name {name!r}; expected "
+                             f"images of at least {smallest}x{smallest} ({name} halves the "
+                             f"resolution five times). Fix: {fix}.")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists, dicts, numbers): what ``recipe.yaml`` of a run holds."""
