@@ -32,9 +32,9 @@ from xrisk.runner.models import (
     resnet20_blocks,
 )
 
-__all__ = ["BACKBONES", "NeuMF", "PadShortcut", "TorchBatchNorm", "backbone", "conv_encoder",
-           "load_weights", "mlp", "mlp_layers", "model_variables", "model_weights", "neumf",
-           "resnet20", "set_mlp_layers"]
+__all__ = ["BACKBONES", "BACKBONE_MIN_SIZE", "NeuMF", "PadShortcut", "TorchBatchNorm",
+           "backbone", "conv_encoder", "load_weights", "mlp", "mlp_layers", "model_variables",
+           "model_weights", "neumf", "resnet20", "set_mlp_layers"]
 
 
 def mlp(layers: list[tuple[np.ndarray, np.ndarray]], *, activation: str = "relu") -> keras.Model:
@@ -226,6 +226,9 @@ _LEAVES = {"kernel": "kernel", "bias": "bias", "gamma": "gamma", "beta": "beta",
 _LAYER_LEAVES: dict[type, tuple[str, ...]] = {
     keras.layers.Conv2D: ("kernel", "bias"), keras.layers.Dense: ("kernel", "bias"),
     TorchBatchNorm: ("gamma", "beta", "mean", "var"), keras.layers.Embedding: ("embedding",),
+    # Keras's own BatchNorm (keras.applications' backbones): its moving statistics are part
+    # of the model's weights, so a checkpoint restores them
+    keras.layers.BatchNormalization: ("gamma", "beta", "mean", "var"),
 }
 
 
@@ -277,10 +280,13 @@ def load_weights(model: keras.Model, weights: Weights) -> None:
 
 #: The ``keras.applications`` backbones :func:`backbone` builds.
 BACKBONES = ("densenet121",)
+#: The smallest height and width DenseNet121 takes (it halves the resolution five times).
+BACKBONE_MIN_SIZE = 32
 
 
 def backbone(name: str, num_outputs: int = 1, *,
-             input_shape: tuple[int, int, int] = (224, 224, 3)) -> keras.Model:
+             input_shape: tuple[int, int, int] = (224, 224, 3), seed: int | None = None,
+             dtype: str = "float32") -> keras.Model:
     """``keras.applications``'s ``DenseNet121`` with ``num_outputs`` logits (no softmax) and
     Keras's own random initialisation, for images (N, H, W, C), H and W at least 32.
 
@@ -288,6 +294,33 @@ def backbone(name: str, num_outputs: int = 1, *,
     :func:`conv_encoder`), so a Keras run does not start from torchvision's model. Keras has no
     ResNet-18: :func:`resnet20` is the small ResNet here, ``keras.applications.ResNet50`` the
     large one.
+
+    Parameters
+    ----------
+    name : str
+        ``"densenet121"`` (:data:`BACKBONES`).
+    num_outputs : int
+        Logits per image: the last layer, ``"predictions"``, is a Dense layer
+        (1024, num_outputs).
+    input_shape : tuple of int
+        (H, W, C) of the images.
+    seed : int or None
+        Keras draws each initializer's seed from Python's ``random`` when the layer is made;
+        with a seed, ``random`` is seeded with it while the model is built and its state is
+        restored afterwards, so the same seed builds the same weights and nothing else's
+        random stream moves. None: Keras's usual unseeded draw.
+    dtype : str
+        The variables' and the computation's dtype (``"float32"`` or ``"float64"``).
+
+    Examples
+    --------
+    >>> from xrisk.tensorflow.models import backbone, model_weights
+    >>> first = model_weights(backbone("densenet121", 2, input_shape=(32, 32, 3), seed=0))
+    >>> again = model_weights(backbone("densenet121", 2, input_shape=(32, 32, 3), seed=0))
+    >>> first["predictions/kernel"].shape, len(first)  # BatchNorm's statistics included
+    ((1024, 2), 606)
+    >>> all(np.array_equal(first[key], again[key]) for key in first)
+    True
     """
     if name == "resnet18":
         raise ValueError("backbone: name='resnet18' is not in keras.applications; expected one "
@@ -299,6 +332,32 @@ def backbone(name: str, num_outputs: int = 1, *,
     if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
         raise ValueError(f"backbone: num_outputs={num_outputs!r}; expected a positive int. "
                          "Fix: pass e.g. num_outputs=1.")
-    model: keras.Model = keras.applications.DenseNet121(
-        weights=None, input_shape=input_shape, classes=num_outputs, classifier_activation=None)
+    if len(input_shape) != 3 or min(input_shape[:2]) < BACKBONE_MIN_SIZE:
+        raise ValueError(f"backbone: input_shape={tuple(input_shape)!r}; expected (H, W, C) with "
+                         f"H and W at least {BACKBONE_MIN_SIZE} (DenseNet121 halves the "
+                         "resolution five times). Fix: resize the images to at least "
+                         f"{BACKBONE_MIN_SIZE}x{BACKBONE_MIN_SIZE} (ImageNet's 224x224 is "
+                         "its usual size).")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"backbone: dtype={dtype!r}; expected 'float32' or 'float64'. Fix: "
+                         "pass one of those.")
+    import random
+
+    saved_random = random.getstate()
+    saved_floatx, saved_policy = keras.config.floatx(), keras.config.dtype_policy()
+    try:
+        if seed is not None:
+            random.seed(seed)
+        # keras.applications takes no dtype: its input takes floatx and its layers the
+        # global policy when they are made
+        keras.config.set_floatx(dtype)
+        keras.config.set_dtype_policy(dtype)
+        model: keras.Model = keras.applications.DenseNet121(
+            weights=None, input_shape=tuple(input_shape), classes=num_outputs,
+            classifier_activation=None)
+    finally:
+        keras.config.set_floatx(saved_floatx)
+        keras.config.set_dtype_policy(saved_policy)
+        if seed is not None:
+            random.setstate(saved_random)
     return model

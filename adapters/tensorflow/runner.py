@@ -1,4 +1,5 @@
-"""The runner's TensorFlow session: a Keras MLP trained by a ``tf.function`` step.
+"""The runner's TensorFlow session: a Keras model (an MLP, a reference conv model or
+``keras.applications``' DenseNet121) trained by a ``tf.function`` step.
 
 :func:`xrisk.runner.engine.run_seed` drives it; :meth:`Session.start` builds the step and
 :meth:`Session.epoch` is the loop, as a user would write them.
@@ -16,8 +17,10 @@ import xrisk.tensorflow as xr
 from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
 from xrisk.runner.ranking import layers_weights, weights_layers
+from xrisk.runner.recipe import BACKBONES
 
 from .models import (
+    backbone,
     conv_encoder,
     load_weights,
     mlp,
@@ -44,28 +47,47 @@ def _masked_cross_entropy(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
 class Session:
     """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`.
 
-    ``seed`` is unused: nothing here draws random numbers (the weights come from numpy).
+    ``seed`` initialises a backbone (Keras's initialisation, :func:`xrisk.tensorflow.models.
+    backbone`); the reference models' weights come from numpy, and nothing else here draws
+    random numbers.
     """
 
     def __init__(self, splits: Splits, weights: dict[str, np.ndarray], *, model: str,
                  activation: str, dtype: str, seed: int) -> None:
         self.dtype, self.kind = dtype, model
+        # multi-label: labels (N, K) with NaN where missing, one logit per label
+        self.multilabel = splits.y_train.ndim == 2
+        self.num_samples = len(splits.y_train)
+        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
+        # a backbone takes 3 channels: gray images are repeated to them batch by batch
+        self.repeat_gray = model in BACKBONES and splits.x_train.shape[-1] == 1
+        # prediction in chunks: a conv net's activations of a whole split are big
+        self.chunk = 64 if model in BACKBONES else 1024
         if model == "mlp":
             self.model = mlp(weights_layers(weights), activation=activation)
         elif model in ("resnet20", "conv_encoder"):  # images (N, H, W, C), Keras's layout
             build = resnet20 if model == "resnet20" else conv_encoder
             self.model = build(weights, image_size=splits.x_train.shape[1:3])
+        elif model in BACKBONES:  # Keras's initialisation, drawn from the run's seed
+            height, width = splits.x_train.shape[1:3]
+            self.model = backbone(model, self.num_labels or 1, input_shape=(height, width, 3),
+                                  seed=seed, dtype=dtype)
+            if weights:
+                load_weights(self.model, weights)
         else:
-            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
-                             "'conv_encoder'. Fix: set model.name to one of those.")
+            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20', "
+                             f"'conv_encoder' or 'densenet121'. Fix: set model.name to one of "
+                             "those.")
         # an array, or rows read on request (multi-label CheXpert's images: LazyImages)
         self.lazy = not isinstance(splits.x_train, np.ndarray)
         self.x_train: Any = splits.x_train if self.lazy else tf.constant(splits.x_train)
         self.y_train = tf.constant(splits.y_train)
-        # multi-label: labels (N, K) with NaN where missing, one logit per label
-        self.multilabel = splits.y_train.ndim == 2
-        self.num_samples = len(splits.y_train)
-        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
+
+    def _forward(self, inputs: Any, training: bool) -> Any:
+        """The model's output; gray images reach a backbone as three equal channels."""
+        if self.repeat_gray:
+            inputs = tf.tile(inputs, [1, 1, 1, 3])
+        return self.model(inputs, training=training)
 
     def start(self, phase: Phase) -> None:
         loss_fn = getattr(xr, phase.loss)(
@@ -78,11 +100,11 @@ class Session:
             variables, **({"loss_fn": loss_fn} if phase.min_max else {}),
             **phase.optimizer_options)
         to_scores = tf.sigmoid if phase.probability else (lambda z: z)
-        model, x_train, y_train = self.model, self.x_train, self.y_train
+        forward, x_train, y_train = self._forward, self.x_train, self.y_train
 
         def step(inputs: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
-                out = model(inputs, training=True)
+                out = forward(inputs, training=True)
                 logits = out if multilabel else out[:, 0]
                 labels = tf.gather(y_train, index)
                 loss = (_masked_cross_entropy(logits, labels) if masked
@@ -109,8 +131,8 @@ class Session:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         # in chunks: a conv net's activations of a whole split are big
-        outs = [np.array(self.model(x[i:i + 1024], training=False))
-                for i in range(0, max(len(x), 1), 1024)]
+        outs = [np.array(self._forward(x[i:i + self.chunk], training=False))
+                for i in range(0, max(len(x), 1), self.chunk)]
         return np.concatenate([out if self.multilabel else out[:, 0] for out in outs])
 
     def weights(self) -> dict[str, np.ndarray]:

@@ -316,7 +316,8 @@ def load_weights(model: nn.Module, weights: Weights) -> None:
 BACKBONES = ("resnet18", "densenet121")
 
 
-def backbone(name: str, num_outputs: int = 1) -> nn.Module:
+def backbone(name: str, num_outputs: int = 1, *, seed: int | None = None,
+             dtype: str = "float32") -> nn.Module:
     """torchvision's ImageNet ``resnet18`` or ``densenet121`` with ``num_outputs`` logits and
     torchvision's own random initialisation, for images (N, 3, H, W).
 
@@ -324,6 +325,21 @@ def backbone(name: str, num_outputs: int = 1) -> nn.Module:
     torch build). Its weights are not drawn from a seed in numpy like the reference models'
     (:func:`resnet20`, :func:`conv_encoder`): the frameworks' versions of these networks differ
     (Keras has no ResNet-18), so their runs do not start from the same model.
+
+    Parameters
+    ----------
+    name : str
+        ``"resnet18"`` (last layer ``fc``) or ``"densenet121"`` (last layer ``classifier``;
+        H and W at least 32: it halves the resolution five times).
+    num_outputs : int
+        Logits per image.
+    seed : int or None
+        torchvision draws the weights from torch's global generator; with a seed the model is
+        built under ``torch.random.fork_rng`` seeded with it, so the same seed builds the same
+        weights and the global generator's state is left as it was. None: torch's current
+        global stream.
+    dtype : str
+        ``"float32"`` (torchvision's) or ``"float64"`` (the built model converted).
     """
     if name not in BACKBONES:
         raise ValueError(f"backbone: name={name!r}; expected one of {BACKBONES}. Fix: pick one "
@@ -331,6 +347,9 @@ def backbone(name: str, num_outputs: int = 1) -> nn.Module:
     if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
         raise ValueError(f"backbone: num_outputs={num_outputs!r}; expected a positive int. "
                          "Fix: pass e.g. num_outputs=1.")
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"backbone: dtype={dtype!r}; expected 'float32' or 'float64'. Fix: "
+                         "pass one of those.")
     try:
         import torchvision.models as vision_models
     except (ImportError, OSError, RuntimeError, AttributeError) as error:
@@ -338,5 +357,11 @@ def backbone(name: str, num_outputs: int = 1) -> nn.Module:
             f"backbone({name!r}) needs torchvision, which failed to import ({error!r}). Fix: "
             f"pip install the torchvision build matching torch {torch.__version__}, or use "
             "xrisk.torch.models.resnet20 (no extra dependency).") from error
-    model: nn.Module = getattr(vision_models, name)(weights=None, num_classes=num_outputs)
-    return model
+    build = getattr(vision_models, name)
+    if seed is None:
+        model: nn.Module = build(weights=None, num_classes=num_outputs)
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = build(weights=None, num_classes=num_outputs)
+    return model.to(getattr(torch, dtype))

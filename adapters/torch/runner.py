@@ -1,4 +1,5 @@
-"""The runner's PyTorch session: an ``nn.Module`` MLP, an xrisk loss and optimizer.
+"""The runner's PyTorch session: an ``nn.Module`` (an MLP, a reference conv model or a
+torchvision backbone), an xrisk loss and optimizer.
 
 :func:`xrisk.runner.engine.run_seed` drives it; :meth:`Session.epoch` is the whole training
 loop, as a user would write it.
@@ -17,8 +18,10 @@ from xrisk.runner.checkpoint import flatten_tree, unflatten_tree
 from xrisk.runner.data import Splits
 from xrisk.runner.engine import Phase, loss_arguments
 from xrisk.runner.ranking import layers_weights, weights_layers
+from xrisk.runner.recipe import BACKBONES
 
 from .models import (
+    backbone,
     conv_encoder,
     load_weights,
     mlp,
@@ -52,13 +55,26 @@ class Session:
                  activation: str, dtype: str, seed: int) -> None:
         self.dtype = dtype
         self.kind = model
+        # multi-label: labels (N, K) with NaN where missing, one logit per label
+        self.multilabel = splits.y_train.ndim == 2
+        self.num_samples = len(splits.y_train)
+        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
+        # a backbone takes 3 channels: gray images are repeated to them batch by batch
+        self.repeat_gray = model in BACKBONES and splits.x_train.shape[-1] == 1
+        # prediction in chunks: a conv net's activations of a whole split are big
+        self.chunk = 64 if model in BACKBONES else 1024
         if model == "mlp":
             self.model: torch.nn.Module = mlp(weights_layers(weights), activation=activation)
         elif model in ("resnet20", "conv_encoder"):
             self.model = resnet20(weights) if model == "resnet20" else conv_encoder(weights)
+        elif model in BACKBONES:  # torchvision's initialisation, drawn from the run's seed
+            self.model = backbone(model, self.num_labels or 1, seed=seed, dtype=dtype)
+            if weights:
+                load_weights(self.model, weights)
         else:
-            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20' or "
-                             "'conv_encoder'. Fix: set model.name to one of those.")
+            raise ValueError(f"Session: model={model!r}; expected 'mlp', 'resnet20', "
+                             f"'conv_encoder' or one of {BACKBONES}. Fix: set model.name to "
+                             "one of those.")
         # torch's global generator (dropout, user layers) starts from the run's seed; the
         # checkpoint keeps its state.
         torch.manual_seed(seed)
@@ -66,18 +82,18 @@ class Session:
         self.x_train: Any = (self._inputs(splits.x_train)
                              if isinstance(splits.x_train, np.ndarray) else splits.x_train)
         self.y_train = torch.from_numpy(splits.y_train)
-        # multi-label: labels (N, K) with NaN where missing, one logit per label
-        self.multilabel = splits.y_train.ndim == 2
-        self.num_samples = len(splits.y_train)
-        self.num_labels = splits.y_train.shape[1] if self.multilabel else None
         self.loss_fn: Any = None
         self.optimizer: Any = None
         self.masked = False
 
     def _inputs(self, x: np.ndarray) -> torch.Tensor:
-        """Features as they are; images (N, H, W, C) as torch's (N, C, H, W)."""
+        """Features as they are; images (N, H, W, C) as torch's (N, C, H, W), gray ones for a
+        backbone as three equal channels (a broadcast view: no copy until a batch is taken)."""
         tensor = torch.from_numpy(x)
-        return tensor.permute(0, 3, 1, 2).contiguous() if tensor.ndim == 4 else tensor
+        if tensor.ndim != 4:
+            return tensor
+        tensor = tensor.permute(0, 3, 1, 2).contiguous()
+        return tensor.expand(-1, 3, -1, -1) if self.repeat_gray else tensor
 
     def start(self, phase: Phase) -> None:
         self.loss_fn = getattr(xr, phase.loss)(
@@ -107,8 +123,8 @@ class Session:
     def predict(self, x: np.ndarray) -> np.ndarray:
         self.model.eval()  # BatchNorm: running statistics
         with torch.no_grad():  # in chunks: a conv net's activations of a whole split are big
-            return torch.cat([self._logits(self.model(self._inputs(x[i:i + 1024])))
-                              for i in range(0, max(len(x), 1), 1024)]).numpy().copy()
+            return torch.cat([self._logits(self.model(self._inputs(x[i:i + self.chunk])))
+                              for i in range(0, max(len(x), 1), self.chunk)]).numpy().copy()
 
     def _logits(self, out: torch.Tensor) -> torch.Tensor:
         return out if self.multilabel else out[:, 0]

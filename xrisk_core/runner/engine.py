@@ -47,10 +47,10 @@ from .models import (
     mlp_weights,
     resnet20_weights,
 )
-from .recipe import CONV_MODELS, Recipe, RecipeError
+from .recipe import BACKBONE_MIN_SIZE, BACKBONES, CONV_MODELS, Recipe, RecipeError
 
 __all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
-           "session_class", "initial_weights"]
+           "session_class", "initial_weights", "check_backbone_images"]
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,9 @@ class Session(Protocol):
     """What a framework adapter provides (``xrisk.<framework>.runner.Session``)."""
 
     def __init__(self, splits: Splits, weights: Weights, *, model: str, activation: str, dtype: str,
-                 seed: int) -> None: ...
+                 seed: int) -> None:
+        """Build ``model`` from its canonical ``weights`` (:func:`initial_weights`); a backbone
+        with ``weights`` ``{}`` is the framework's own model, initialised from ``seed``."""
 
     def start(self, phase: Phase) -> None:
         """Build the phase's loss and optimizer (fresh state) for the current model."""
@@ -242,8 +244,15 @@ def initial_weights(recipe: Recipe, splits: Splits, seed: int, num_outputs: int 
     """The model of ``recipe.model`` for ``splits``, drawn from ``seed`` by its weight
     constructor (:mod:`xrisk.runner.models`), ``num_outputs`` logits (one per label of a
     multi-label run): the MLP over flattened features (N, D), ResNet20 and the conv encoder
-    over images (N, H, W, C)."""
+    over images (N, H, W, C).
+
+    A backbone (:data:`xrisk.runner.recipe.BACKBONES`) has no numpy weights: this checks
+    that its images fit (:func:`check_backbone_images`) and returns ``{}``, and the session
+    builds the framework's own model, initialised from ``seed``."""
     model = recipe.model
+    if model.name in BACKBONES:
+        check_backbone_images(model.name, splits.x_train.shape, recipe.data.name)
+        return {}
     if model.name == "resnet20":
         return resnet20_weights(num_outputs, in_channels=splits.x_train.shape[-1], seed=seed,
                                 dtype=recipe.dtype)
@@ -255,9 +264,34 @@ def initial_weights(recipe: Recipe, splits: Splits, seed: int, num_outputs: int 
                                       seed=seed, dtype=recipe.dtype))
 
 
+def check_backbone_images(name: str, shape: tuple[int, ...], data: str) -> None:
+    """Refuse images (N, H, W, C) a backbone cannot take: sides under its minimum
+    (DenseNet121: 32), or other than 1 (gray: repeated to the three input channels) or 3
+    channels. Raises :class:`RecipeError` naming the field, the images and the fix (a
+    MedMNIST file's size is known only once it is read)."""
+    height, width, channels = (int(n) for n in shape[1:4])
+    smallest = BACKBONE_MIN_SIZE[name]
+    if min(height, width) < smallest:
+        raise RecipeError(
+            f"model.name: received {name!r} with data.name {data!r} holding {height}x{width} "
+            f"images; expected images of at least {smallest}x{smallest} ({name} halves the "
+            "resolution five times). Fix: use model.name resnet20 or conv_encoder for these "
+            f"images, or larger images (e.g. MedMNIST+ files at 64, 128 or 224 pixels).")
+    if channels not in (1, 3):
+        raise RecipeError(
+            f"model.name: received {name!r} with data.name {data!r} holding {channels}-channel "
+            "images; expected gray (1 channel, repeated to 3) or RGB (3) images. Fix: convert "
+            "the images to gray or RGB, or use model.name resnet20 or conv_encoder.")
+
+
+#: The layer that gives the logits, by model (a reference model's, then the backbones': Keras
+#: DenseNet121's ``predictions``, torchvision's ``fc`` (ResNet-18) and ``classifier``).
+_OUTPUT_LAYERS = ("out", "linear", "predictions", "fc", "classifier")
+
+
 def _output_layer(weights: Weights) -> str:
     """The path of the layer that gives the logit (the last dense layer)."""
-    for path in ("out", "linear"):
+    for path in _OUTPUT_LAYERS:
         if f"{path}/kernel" in weights:
             return path
     return layer_paths(weights, "head.dense")[-1]
