@@ -47,9 +47,9 @@ def _masked_cross_entropy(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
 class Session:
     """Model, loss and optimizer of one run; see :class:`xrisk.runner.engine.Session`.
 
-    ``seed`` initialises a backbone (Keras's initialisation, :func:`xrisk.tensorflow.models.
-    backbone`); the reference models' weights come from numpy, and nothing else here draws
-    random numbers.
+    ``seed`` initialises a backbone (Keras's initialisation,
+    :func:`xrisk.tensorflow.models.backbone`); the reference models' weights come from numpy,
+    and nothing else here draws random numbers.
     """
 
     def __init__(self, splits: Splits, weights: dict[str, np.ndarray], *, model: str,
