@@ -369,6 +369,37 @@ def test_an_interrupted_tensorflow_backbone_run_resumes_bit_exactly(monkeypatch,
     assert not np.array_equal(arrays["model/conv1_bn/mean"], np.zeros(4))
 
 
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_chexpert_images_read_per_batch_reach_a_backbone_as_rgb(framework, monkeypatch,
+                                                                tmp_path, request):
+    # the paper's setup in miniature: the five CheXpert tasks, gray images read from disk
+    # batch by batch (LazyImages), repeated to a backbone's three channels in both the
+    # training step and prediction
+    pytest.importorskip("PIL")
+    from tests.test_runner_multilabel_chexpert import _write
+
+    if framework == "torch":
+        calls = request.getfixturevalue("torchvision_stand_in")
+    else:
+        import xrisk.tensorflow.runner as tf_runner
+
+        calls = []
+        monkeypatch.setattr(tf_runner, "backbone", _keras_stand_in(calls))
+    rng = np.random.default_rng(7)
+    train = _write(tmp_path, "train", patients=8, views=2, suffix="png", rng=rng)
+    valid = _write(tmp_path, "valid", patients=4, views=2, suffix="jpg", rng=rng)
+    recipe = load_recipe({"method": "ml_pesg", "framework": framework, "epochs": 1,
+                          "model": {"name": "densenet121"}, "sampler": {"batch_size": 4},
+                          "data": {"name": "chexpert", "path": str(train),
+                                   "test_path": str(valid), "image_root": str(tmp_path),
+                                   "image_size": 32, "validation_size": 0.25}})
+    result = run_seed(recipe, 0, tmp_path / "run", progress=False)
+    assert len(calls) == 1 and 5 in calls[0]  # one logit per task
+    with np.load(result.run_dir / "predictions.npz") as predictions:
+        assert predictions["test_logits"].shape == (8, 5)
+        assert np.isfinite(predictions["test_logits"]).all()
+
+
 @pytest.mark.slow
 def test_an_interrupted_keras_densenet121_run_resumes_bit_exactly(tmp_path, request):
     if "slow" not in (request.config.getoption("markexpr") or ""):
