@@ -299,6 +299,11 @@ class EvaluationSection(_Section):
 
     ``train_metrics``: also score the training split each epoch (``train_<metric>`` columns:
     the convergence curves of the report); binary and multi-label runs.
+
+    ``tensorboard``: also write each epoch's logged values (those of ``metrics.jsonl``) as
+    TensorBoard scalars to the seed folder's ``tensorboard/`` (``pip install
+    "xrisk[tensorboard]"``; :mod:`xrisk.runner.tensorboard_log`). A logging switch only: a
+    run resumes with it turned on or off.
     """
 
     metrics: tuple[str, ...] = ("auroc", "ap")
@@ -308,6 +313,7 @@ class EvaluationSection(_Section):
     early_stopping: bool = True
     patience: int = Field(5, ge=1)
     train_metrics: bool = False
+    tensorboard: bool = False
 
     @field_validator("metrics")
     @classmethod
