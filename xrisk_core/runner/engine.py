@@ -48,6 +48,7 @@ from .models import (
     resnet20_weights,
 )
 from .recipe import BACKBONE_MIN_SIZE, BACKBONES, CONV_MODELS, Recipe, RecipeError
+from .tensorboard_log import TensorBoardLog, require_tensorboard
 
 __all__ = ["Phase", "Session", "RunResult", "phases", "loss_arguments", "run_seed",
            "session_class", "initial_weights", "check_backbone_images"]
@@ -209,6 +210,14 @@ def _write_logs(run_dir: Path, history: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(history)
+
+
+def _what_trains(recipe: dict[str, Any]) -> dict[str, Any]:
+    """A recipe's plain data without its logging switch (``evaluation.tensorboard``): what
+    a checkpoint's recipe must equal to resume (so a run resumes with TensorBoard turned on
+    or off, and checkpoints written before the switch existed resume)."""
+    evaluation = {k: v for k, v in recipe.get("evaluation", {}).items() if k != "tensorboard"}
+    return {**recipe, "evaluation": evaluation}
 
 
 def track_best(recipe: Recipe, epoch: int, watched: float | None, is_main: bool,
@@ -446,6 +455,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     ``on_batch(epoch, batch, loss)`` runs after every step; ``on_epoch(epoch, row)`` after
     every epoch's evaluation (``xrisk tune`` prunes there by raising).
     """
+    if recipe.evaluation.tensorboard:  # before anything loads or trains
+        require_tensorboard()
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints = run_dir / "checkpoints"
     if not resume and latest_checkpoint(checkpoints) is not None:
@@ -467,7 +478,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
     start, started, seconds_before, stopped_early = 0, None, 0.0, False
     if resume and latest_checkpoint(checkpoints) is not None:
         arrays, meta = load_checkpoint(checkpoints)
-        if meta["recipe"] != recipe.to_dict():
+        if _what_trains(meta["recipe"]) != _what_trains(recipe.to_dict()):
             raise RecipeError(f"{run_dir}: the checkpoint was written by another recipe. Fix: "
                               "resume with the recipe the run started with (its recipe.json).")
         start, history, best = meta["epoch"] + 1, meta["history"], meta["best"]
@@ -482,6 +493,7 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
             session.load_state(_unprefixed("session", arrays), meta["session"])
             started = phase_now.name
     write_json_atomic(run_dir / "recipe.json", recipe.to_dict(), sort_keys=False)
+    board = TensorBoardLog(run_dir, history) if recipe.evaluation.tensorboard else None
     began = time.perf_counter()
     bar = _Progress(epochs, start, f"{recipe.framework} {recipe.method or recipe.loss.name} "
                     f"seed {seed}", progress)
@@ -521,6 +533,8 @@ def run_seed(recipe: Recipe, seed: int, run_dir: Path, *, resume: bool = False,
             "phase": phase.name, "session": session_meta, "stopped_early": stopped_early,
             "seconds": seconds_before + time.perf_counter() - began})
         _write_logs(run_dir, history)
+        if board is not None:
+            board.write(row)
         bar.update({"loss": f"{row['loss']:.4f}",
                     f"val_{target}": "-" if watched is None else f"{watched:.4f}",
                     "best": f"{best['value']:.4f}" if best["epoch"] >= 0 else "-"})
