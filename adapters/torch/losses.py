@@ -52,6 +52,24 @@ Device: TypeAlias = str | torch.device | None
 ADAPTED: dict[type[LossDefinition], type[XRiskLoss]] = {}
 
 
+def _saved_scalars(state: Any) -> Any:
+    """``state`` with each 0-d entry (a counter, a scalar estimate) read through an identity
+    that torch.compile's backward must save rather than recompute.
+
+    The compiled forward writes the new state into the buffers when it returns; AOTAutograd's
+    min-cut partitioner may recompute a cheap read of a buffer in the backward instead of
+    saving it, and then reads the value written after the forward (torch 2.13; pytorch/pytorch
+    PR 197039). CompositionalAUCLoss's phase ``step % 2k < k`` was recomputed that way: the
+    compiled step took the other phase's gradient (inductor) or raised a version-counter error
+    (``aot_eager_decomp_partition``). A one-element cumulative sum is the identity, bit for
+    bit, and is not on the partitioner's list of recomputable operators, so the forward's value
+    is saved. Tables (ndim >= 1) are read by gathers, which are not recomputed either.
+    """
+    return type(state)(*(torch.cumsum(value.reshape(1), 0, dtype=value.dtype).reshape(())
+                         if value.ndim == 0 and value.dtype != torch.bool else value
+                         for value in state))
+
+
 class XRiskLoss(LossContainer, nn.Module):
     """Base of the torch losses: a core definition with its state in buffers.
 
@@ -105,7 +123,10 @@ class XRiskLoss(LossContainer, nn.Module):
         check_distributed_call(self, inputs, named)  # no-op without a process group
         if self.definition.params_type is not NoParams:  # see _project_after_step
             _LOSSES_WITH_AUXILIARIES.add(self)
-        loss, new_state = apply_loss(self.definition, self.state, *inputs,
+        state = self.state
+        if torch.compiler.is_compiling():
+            state = _saved_scalars(state)
+        loss, new_state = apply_loss(self.definition, state, *inputs,
                                      params=self.aux_params, **named)
         self._write_state(new_state)
         return loss
