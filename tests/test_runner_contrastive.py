@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pydantic")
 pytest.importorskip("yaml")
@@ -119,6 +121,21 @@ def test_probes_score_separable_features():
     assert probe_accuracy(features, labels, features, labels) == [1.0]
     assert knn_accuracy(features, labels, features, labels, features, shuffled) == [
         1.0, float(np.mean(labels == shuffled))]
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.integers(2, 5), st.lists(st.integers(1, 6), min_size=5, max_size=5),
+       st.integers(0, 2**32 - 1))
+def test_knn_votes_with_no_more_neighbours_than_the_smallest_class(classes, sizes, seed):
+    """Well-separated features of small classes (a few images each, as in a small image
+    folder): the kNN vote is right for every image, whatever the class sizes. With 20
+    neighbours the vote went to the larger classes (0.2-0.36 on a 36-image folder)."""
+    from xrisk.runner.contrastive import knn_accuracy
+
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(classes), sizes[:classes])
+    features = np.eye(classes)[labels] * 5 + 0.1 * rng.standard_normal((labels.size, classes))
+    assert knn_accuracy(features, labels, features, labels) == [1.0]
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -252,6 +252,10 @@ def knn_accuracy(train: np.ndarray, y_train: np.ndarray, *held: np.ndarray,
     """Accuracies of a majority vote of the ``k`` training features of highest cosine
     similarity (ties: the lowest class), on each held-out pair ``features, labels``.
 
+    ``k`` is at most the size of the smallest class in ``train``: with more neighbours than a
+    class has, the rest of the vote goes to other classes, and on a small image folder
+    (a few images per class) the vote then says little about the features.
+
     >>> import numpy as np
     >>> x = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
     >>> knn_accuracy(x, np.array([0, 0, 1, 1]), x, np.array([0, 0, 1, 1]), k=1)
@@ -261,7 +265,8 @@ def knn_accuracy(train: np.ndarray, y_train: np.ndarray, *held: np.ndarray,
         a = a.astype(np.float64)
         return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
 
-    k = min(k, len(y_train))
+    counts = np.bincount(y_train)
+    k = max(1, min(k, int(counts[counts > 0].min())))
     out = []
     for x, y in zip(held[::2], held[1::2], strict=True):
         if not len(y):
