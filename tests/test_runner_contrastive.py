@@ -123,7 +123,7 @@ def test_probes_score_separable_features():
         1.0, float(np.mean(labels == shuffled))]
 
 
-@settings(deadline=None, max_examples=25)
+@settings(deadline=None)
 @given(st.integers(2, 5), st.lists(st.integers(1, 6), min_size=5, max_size=5),
        st.integers(0, 2**32 - 1))
 def test_knn_votes_with_no_more_neighbours_than_the_smallest_class(classes, sizes, seed):
