@@ -156,6 +156,16 @@ def _curve_points(name: str, curve: Any, labels: np.ndarray, scores: np.ndarray
     return grid, np.mean(per_label, axis=0)
 
 
+def _save(fig: Any, folder: Path, name: str, title: str) -> tuple[str, str]:
+    """Write ``fig`` to ``folder/<name>.png`` and close it; ``(title, path in the report)``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(folder / f"{name}.png", dpi=100)
+    plt.close(fig)
+    return title, f"figures/{name}.png"
+
+
 def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
     import matplotlib
 
@@ -175,10 +185,7 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     ax.set_ylabel("validation metric")
     ax.set_title("Learning curves (mean ± std over seeds)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "learning_curves.png", dpi=100)
-    plt.close(fig)
-    made.append(("Learning curves", "figures/learning_curves.png"))
+    made.append(_save(fig, folder, "learning_curves", "Learning curves"))
 
     # convergence: the training loss and (with evaluation.train_metrics) the target metric on
     # the training split, per epoch
@@ -198,10 +205,7 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     for ax in panels[0]:
         ax.set_xlabel("epoch")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "convergence.png", dpi=100)
-    plt.close(fig)
-    made.append(("Convergence", "figures/convergence.png"))
+    made.append(_save(fig, folder, "convergence", "Convergence"))
 
     scored = {label: seeds for label, seeds in runs.items()  # contrastive runs: features
               if "test_logits" in seeds[0]["predictions"]}
@@ -223,10 +227,7 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
         ax.set_ylabel(axes[1])
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(folder / f"{name}.png", dpi=100)
-        plt.close(fig)
-        made.append((title, f"figures/{name}.png"))
+        made.append(_save(fig, folder, name, title))
 
     metrics = list(dict.fromkeys(m for seeds in runs.values() for s in seeds
                                  for m in s["result"]["test"]))
@@ -244,10 +245,7 @@ def _figures(run_dir: Path, runs: dict[str, list[dict[str, Any]]]) -> list[tuple
     ax.set_ylabel("test metric (mean ± std)")
     ax.set_ylim(max(0.0, np.floor((lowest - 0.05) * 10) / 10), 1)  # the differences show
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    fig.savefig(folder / "comparison.png", dpi=100)
-    plt.close(fig)
-    made.append(("Comparison", "figures/comparison.png"))
+    made.append(_save(fig, folder, "comparison", "Comparison"))
     return made
 
 
