@@ -77,6 +77,10 @@ class Built:
     loss_call: Callable[[Batch], torch.Tensor]
     #: the loss's constructor keywords (xrisk: the same for every adapter)
     loss_kwargs: dict[str, Any]
+    #: the same training step with a free loss (:func:`free_loss`: the sum of the model's
+    #: outputs) in place of the family's: the model's forward and backward and this
+    #: implementation's optimizer, the part of the step no loss implementation can remove
+    free_step: Step
 
 
 @dataclass(frozen=True)
@@ -113,8 +117,18 @@ class Family:
             loss.backward()
             optimizer.step()
 
+        # The model's outputs as the xrisk workload passes them to its loss, for both
+        # implementations (LibAUC's MIDAM pooling, done by its caller, is loss work here).
+        outputs = _XRISK[self.loss].call  # type: ignore[attr-defined]
+
+        def free_step(batch: Batch) -> None:
+            loss = outputs(free_loss, model, batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
         return Built(step, data.batches, model, loss_fn, optimizer,
-                     lambda batch: call(model, batch), kwargs)
+                     lambda batch: call(model, batch), kwargs, free_step)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,6 +322,15 @@ def _logit_differences(model: Any, b: Batch) -> torch.Tensor:
     return z - z.gather(1, b["target"][:, None])
 
 
+def free_loss(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """A loss that costs (nearly) nothing: the sum of every model output among its
+    arguments (the tensors that need a gradient), so that backward runs through the whole
+    model as a real loss's does. The floor of a training step."""
+    outputs = [a for a in (*args, *kwargs.values())
+               if isinstance(a, torch.Tensor) and a.requires_grad]
+    return torch.stack([a.sum() for a in outputs]).sum()
+
+
 # ---------------------------------------------------------------------------------------------
 # xrisk builders: (model, data, lib, device, dtype) -> (loss, optimizer, call)
 # ---------------------------------------------------------------------------------------------
@@ -328,6 +351,7 @@ def _x(loss_name: str, optimizer_name: str, loss_kwargs: Callable[[Data], dict],
         optimizer = cls(model.parameters(), loss_fn, **kwargs) if with_loss \
             else cls(list(model.parameters()) + list(loss_fn.parameters()), **kwargs)
         return loss_fn, optimizer, lambda m, b: call(loss_fn, m, b), ctor
+    build.call = call  # type: ignore[attr-defined]  # (loss, model, batch) -> loss: free_step
     return build
 
 

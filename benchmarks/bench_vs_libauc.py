@@ -14,6 +14,15 @@ of the per-round ratios, and the verdict against the target (<= 0.8x). Losses Li
 (tpAUC_CVaR_Loss + STACO, InfoNCELoss) are compared per pair with the nearest family's
 xrisk step (target <= 1.2x). The load average is printed before and after.
 
+``--floors`` also times, in the same rounds, each library's step with a free loss (the sum
+of the model's outputs, ``_families.free_loss``): the model's forward and backward, zero_grad
+and the library's optimizer, the part of a step that no loss implementation removes. Two
+more columns follow from it: ``best``, the floor of xrisk's step over LibAUC's step (the
+ratio xrisk would reach with a loss, checks and adapter costing nothing: where it is above
+0.8, the 0.8x target is out of reach of any loss code), and ``loss x``, the loss's share of
+each step, (xrisk - xrisk floor) / (LibAUC - LibAUC floor): the loss, its checks and the
+adapter against LibAUC's loss call, forward and backward.
+
 ``--model-scale`` picks the models: ``toy`` (the default: a few thousand parameters, so the
 ratios measure the fixed per-step cost of loss, checks, adapter and optimizer), ``user``
 (about 1 M parameters per workload, the sizes users train: MLPs ``in -> 1024 -> 1024 -> out``
@@ -28,6 +37,7 @@ scale and batch size). The same model for both libraries at each scale.
     .venv/bin/python benchmarks/bench_vs_libauc.py --report-only         # exit 0 on misses
     .venv/bin/python benchmarks/bench_vs_libauc.py --model-scale toy,user --rounds 5 \
         --steps 3 --warmup 3                                             # both scales
+    .venv/bin/python benchmarks/bench_vs_libauc.py --floors --report-only  # what is reachable
 
 The exit status is 1 when a ratio misses its target (unless ``--report-only``); without
 LibAUC the script says so and exits 0. The machine is shared: compare the interleaved
@@ -43,6 +53,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import argparse  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -74,6 +85,13 @@ def measure(families: list, batch_size: int, args: argparse.Namespace, lib: obje
             for k in range(args.warmup):
                 built.step(built.batches[k % len(built.batches)])
             runs[f"{family.name}|{impl}"] = step_runner(built.step, built.batches, args.steps)
+            if args.floors:
+                # its own model and optimizer: the free steps must not move the real run's
+                floor = family.build(impl, batch_size, lib, seed=args.seed, scale=scale)
+                for k in range(args.warmup):
+                    floor.free_step(floor.batches[k % len(floor.batches)])
+                runs[f"{family.name}|{impl} floor"] = step_runner(
+                    floor.free_step, floor.batches, args.steps)
     return interleaved(runs, args.rounds)
 
 
@@ -81,10 +99,14 @@ def report(families: list, batch_size: int, times: dict[str, list[float]], scale
            ) -> list[tuple[str, float, float]]:
     """Print the table of one batch size; returns (row, ratio, target) per row."""
     out = []
+    floors = any(key.endswith(" floor") for key in times)
     print(f"\n{scale} models, batch {batch_size}: µs per step, median (IQR) over rounds; "
-          "ratio = xrisk / LibAUC of the medians; [q1, q3] of the per-round ratios")
+          "ratio = xrisk / LibAUC of the medians; [q1, q3] of the per-round ratios"
+          + ("; floor = xrisk's step with a free loss, best = floor / LibAUC, loss x = "
+             "(xrisk - floor) / (LibAUC - LibAUC's floor)" if floors else ""))
+    extra = f"{'floor':>8}{'best':>6}{'loss x':>8}" if floors else ""
     header = (f"{'family':<22}{'LibAUC pair':<36}{'xrisk':>9}{'(IQR)':>8}{'LibAUC':>9}"
-              f"{'(IQR)':>8}{'ratio':>7}  {'round ratios':<14}verdict")
+              f"{'(IQR)':>8}{'ratio':>7}  {'round ratios':<14}{extra}  verdict")
     print(header)
     print("-" * len(header))
     for family in families:
@@ -96,9 +118,22 @@ def report(families: list, batch_size: int, times: dict[str, list[float]], scale
             s = paired_summary(mine, times[f"{family.nearest}|xrisk"])
             target, other = PAIR_TARGET, f"(none) vs xrisk {family.nearest}"
         verdict = "meets" if s["ratio"] <= target else "MISSES"
+        extra = ""
+        if floors and family.libauc is not None:
+            floor = statistics.median(times[f"{family.name}|xrisk floor"])
+            their_floor = statistics.median(times[f"{family.name}|libauc floor"])
+            best = floor / s["b_med"]
+            their_loss = s["b_med"] - their_floor
+            loss_x = ((s["a_med"] - floor) / their_loss if their_loss > 0
+                      else float("nan"))
+            extra = f"{floor:>8.0f}{best:>6.2f}{loss_x:>8.2f}"
+            if verdict == "MISSES" and best > target:
+                verdict += " (out of reach: best > target)"
+        elif floors:
+            extra = f"{'':>22}"
         print(f"{family.name:<22}{other[:35]:<36}{s['a_med']:>9.0f}{s['a_iqr']:>8.0f}"
               f"{s['b_med']:>9.0f}{s['b_iqr']:>8.0f}{s['ratio']:>7.2f}  "
-              f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]  {verdict} <= {target}")
+              f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]{extra}  {verdict} <= {target}")
         out.append((f"{family.name} B={batch_size} {scale}", s["ratio"], target))
     return out
 
@@ -117,6 +152,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-scale", default="toy",
                         help=f"comma-separated model scales from {SCALES} (default: toy; "
                              "user: about 1 M parameters per workload)")
+    parser.add_argument("--floors", action="store_true",
+                        help="also time each library's step with a free loss (the floor; "
+                             "columns floor, best and loss x)")
     parser.add_argument("--report-only", action="store_true",
                         help="exit 0 even when a ratio misses its target")
     args = parser.parse_args(argv)
