@@ -217,7 +217,10 @@ def _ranking(batch_size: int, seed: int, device: torch.device, dtype: torch.dtyp
                 batch_size, NUM_SAMPLES)
 
 
-def _contrastive(batch_size: int, seed: int, device: torch.device, dtype: torch.dtype) -> Data:
+def _contrastive(batch_size: int, seed: int, device: torch.device, dtype: torch.dtype,
+                 names: str = "a") -> Data:
+    """Pairs of views; one encoder per name ("a" for both views of a contrastive pair, "a"
+    and "b" for the two modalities of a bimodal one: no encoder the step does not use)."""
     rng = np.random.default_rng(seed)
     batches = []
     for _ in range(NUM_BATCHES):
@@ -227,8 +230,8 @@ def _contrastive(batch_size: int, seed: int, device: torch.device, dtype: torch.
             "x2": _tensor(x + 0.1 * rng.normal(size=x.shape).astype(np.float32), device, dtype),
             "index": _tensor(rng.choice(NUM_SAMPLES, batch_size, replace=False), device)})
     model = torch.nn.ModuleDict({
-        "a": _mlp(64, 32, 32, seed=seed, device=device, dtype=dtype),
-        "b": _mlp(64, 32, 32, seed=seed + 1, device=device, dtype=dtype)})
+        name: _mlp(64, 32, 32, seed=seed + k, device=device, dtype=dtype)
+        for k, name in enumerate(names)})
     return Data(model, batches, batch_size, NUM_SAMPLES)
 
 
@@ -262,7 +265,9 @@ def _extreme(batch_size: int, seed: int, device: torch.device, dtype: torch.dtyp
 
 KINDS: dict[str, Callable[[int, int, torch.device, torch.dtype], Data]] = {
     "binary": _binary, "multilabel": _multilabel, "ranking": _ranking,
-    "contrastive": _contrastive, "bimodal": _contrastive, "bags": _bags, "extreme": _extreme}
+    "contrastive": _contrastive,
+    "bimodal": lambda *args: _contrastive(*args, names="ab"),
+    "bags": _bags, "extreme": _extreme}
 
 
 def _user_mlp(inputs: int, outputs: int) -> Callable[[int, torch.device, torch.dtype],
