@@ -256,10 +256,17 @@ def jax_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
 
 
 def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
-    """``apply_gradients`` under ``tf.function`` of xrisk's Keras SOAP against
-    ``keras.optimizers.Adam`` / ``SGD`` (momentum) with the same coupled weight decay
-    absent (Keras's ``weight_decay`` is decoupled), on fixed random gradients."""
+    """xrisk's Keras SOAP and Adam against ``keras.optimizers.Adam`` / ``SGD`` (momentum),
+    coupled weight decay off (Keras's ``weight_decay`` is decoupled), in the three ways a
+    Keras user runs an optimizer: ``apply_gradients`` under ``tf.function`` on fixed random
+    gradients (``fn``), ``model.train_on_batch`` (``fit``: the compiled train step of
+    ``model.fit``, no XLA on a CPU-only machine, fresh gradients each step; an MLP of the
+    same layers, batch 8, so the optimizer dominates) and ``apply_gradients`` eagerly
+    (``eager``). TensorFlow's default CPU allocator maps every new full-size tensor afresh
+    and gives it back when freed, so its first touch page-faults: an optimizer pays for
+    each new full-size tensor it makes (``TF_CPU_ALLOCATOR_USE_BFC=true`` keeps them)."""
     import keras
+    import numpy as np
     import tensorflow as tf
 
     import xrisk.tensorflow as xt
@@ -268,26 +275,42 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     pairs = {
         "SOAP adam": (lambda: xt.SOAP(learning_rate=1e-3, weight_decay=0.0),
                       lambda: keras.optimizers.Adam(1e-3)),
+        "Adam": (lambda: xt.Adam(learning_rate=1e-3), lambda: keras.optimizers.Adam(1e-3)),
         "SOAP sgd": (lambda: xt.SOAP(learning_rate=0.1, mode="sgd", weight_decay=0.0,
                                      dampening=0.0),
                      lambda: keras.optimizers.SGD(0.1, momentum=0.9)),
     }
+    width = shapes[0][0]
+    inputs = np.random.default_rng(0).normal(size=(8, width)).astype("float32")
+    targets = np.ones((8, 1), "float32")
     steps: dict[str, Callable[[], Any]] = {}
-    for label, makers in pairs.items():
-        for who, make in zip(("xrisk", "Keras"), makers):
-            variables = [tf.Variable(generator.normal(s) * 0.1) for s in shapes]
-            grads = [tf.constant(generator.normal(s) * 0.01) for s in shapes]
-            optimizer = make()
+    for mode in ("fn", "fit", "eager"):
+        for label, makers in pairs.items():
+            for who, make in zip(("xrisk", "Keras"), makers):
+                if mode == "fit":
+                    keras.utils.set_random_seed(0)
+                    model = keras.Sequential([
+                        keras.Input((width,)),
+                        *(keras.layers.Dense(s[1], activation="relu") for s in shapes[:-2:2]),
+                        keras.layers.Dense(1)])
+                    model.compile(optimizer=make(), loss="mse")
+                    steps[f"{label} {mode}|{who}"] = functools.partial(
+                        model.train_on_batch, inputs, targets)
+                    continue
+                variables = [tf.Variable(generator.normal(s) * 0.1) for s in shapes]
+                grads = [tf.constant(generator.normal(s) * 0.01) for s in shapes]
+                optimizer = make()
 
-            @tf.function
-            def apply(optimizer=optimizer, variables=variables, grads=grads):
-                optimizer.apply_gradients(zip(grads, variables))
+                def apply(optimizer=optimizer, variables=variables, grads=grads):
+                    optimizer.apply_gradients(zip(grads, variables))
 
-            def run(apply=apply, variables=variables):
-                apply()
-                variables[0].numpy()
+                step = tf.function(apply) if mode == "fn" else apply
 
-            steps[f"{label}|{who}"] = run
+                def run(step=step, variables=variables):
+                    step()
+                    variables[0].numpy()
+
+                steps[f"{label} {mode}|{who}"] = run
     return steps
 
 
@@ -339,7 +362,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--frameworks", default="torch",
                         help="comma-separated among torch,jax,tensorflow (JAX: xrisk's optax "
                              "transformation against optax.adam/sgd under jit; tensorflow: "
-                             "the Keras optimizer against keras.optimizers.Adam/SGD)")
+                             "the Keras optimizer against keras.optimizers.Adam/SGD, under "
+                             "tf.function (fn), in model.train_on_batch (fit) and eagerly)")
     args = parser.parse_args(argv)
     args.frameworks = [f.strip() for f in args.frameworks.split(",") if f.strip()]
     if args.old and not os.path.isfile(args.old):
