@@ -179,27 +179,37 @@ def test_in_place_clipped_step_is_the_core_rule_bit_for_bit(config, dtype):
 
 
 def _full_size_operators(make, shape=(7, 5)):
-    """Operator types of the traced Keras step whose output has the variable's shape (the
-    passes over memory), less reads, constants and identities."""
+    """Operator types of the traced Keras step that write a tensor of the variable's shape
+    (the passes over memory), less reads, constants and identities: ops whose output has
+    that shape, and in-place variable updates (``AssignAddVariableOp`` ...) of such a
+    value."""
     variable, grad, opt = tf.Variable(tf.ones(shape)), tf.ones(shape), make()
     graph = tf.function(lambda: opt.apply_gradients([(grad, variable)])
                         ).get_concrete_function().graph
     return collections.Counter(
         op.type for op in graph.get_operations()
-        if op.outputs and op.outputs[0].shape == shape
-        and op.type not in ("ReadVariableOp", "Const", "Identity", "IdentityN"))
+        if (op.outputs[0].shape == shape if op.outputs else
+            op.type.endswith("VariableOp") and len(op.inputs) > 1
+            and op.inputs[1].shape == shape)
+        and op.type not in ("ReadVariableOp", "Const", "Identity", "IdentityN",
+                            "AssignVariableOp"))
 
 
 def test_clipped_keras_step_runs_the_rule_s_arithmetic_only():
-    """Adam's step is its 13 rounded operations (clip 1, moments 3 + 4, step 5), θ - step
-    an in-place AssignSubVariableOp; SGD's first-step buffer is a branch, not a full-size
-    select computing both. (Before: a two-kernel clip, θ - step as a new tensor assigned
-    over θ, and a select every SGD step.)"""
+    """Adam's step is its 13 rounded operations (clip 1, moments 3 + 4, step 5), each
+    moment's sum an in-place AssignAddVariableOp into its slot (which holds the product by
+    then: eagerly one new tensor fewer per moment), θ - step an in-place
+    AssignSubVariableOp; SGD's first-step buffer is a branch, not a full-size select
+    computing both. (Before: the moments' sums as new tensors assigned; a two-kernel clip,
+    θ - step as a new tensor assigned over θ, and a select every SGD step.)"""
     adam = _full_size_operators(lambda: xr.SOAP(weight_decay=0.0))
-    assert sum(adam.values()) == 13, adam
-    assert adam["ClipByValue"] == 1 and adam["Sub"] == 0, adam
+    assert sum(adam.values()) == 14, adam  # 13 and the step's assign_sub
+    assert adam["AssignAddVariableOp"] == 2 and adam["AddV2"] == 1, adam  # the sums; +eps
+    assert adam["AssignSubVariableOp"] == 1 and adam["ClipByValue"] == 1, adam
+    assert adam["Sub"] == 0, adam
     sgd = _full_size_operators(lambda: xr.SOAP(mode="sgd", weight_decay=0.0, dampening=0.0))
     assert sgd["SelectV2"] == 0 and sgd["Sub"] == 0 and sgd["ClipByValue"] == 1, sgd
+    assert sgd["AssignSubVariableOp"] == 1, sgd
     variable, opt = tf.Variable(tf.ones((3,))), xr.SOAP(mode="sgd")
     graph = tf.function(lambda: opt.apply_gradients([(tf.ones((3,)), variable)])
                         ).get_concrete_function().graph

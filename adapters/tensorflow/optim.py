@@ -260,6 +260,18 @@ def _store(optimizer: XRiskOptimizer, slot: Any, value: tf.Tensor) -> tf.Tensor:
     return tf.convert_to_tensor(slot)
 
 
+def _scale_and_add(optimizer: XRiskOptimizer, slot: Any, factor: float,
+                   addend: tf.Tensor) -> tf.Tensor:
+    """``slot ← factor·slot + addend`` (two roundings, the rule's), returned read back: the
+    product is assigned, then ``addend`` added in place (``assign_add``). Eagerly this
+    allocates one full-size tensor fewer than ``factor·slot + addend`` assigned (whose sum
+    is a third, copied into the slot); in a graph it is no more work (the slot takes over
+    the product's buffer). ``a + b`` is ``b + a`` bit for bit."""
+    optimizer.assign(slot, factor * tf.convert_to_tensor(slot))
+    optimizer.assign_add(slot, addend)
+    return tf.convert_to_tensor(slot)
+
+
 def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable: Any,
                   learning_rate: Any, slots: dict[str, Any]) -> None:
     """:meth:`ClippedRule.update_param` on Keras variables, updated in place, bit for bit.
@@ -269,9 +281,10 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
     NaN kept) and none at ``c = inf``; ``(1 - dampening)·d`` is ``d`` at dampening 0; SGD's
     first step picks its buffer with ``tf.cond`` (one branch runs) instead of a select of
     both; and where the rule computes ``x - y`` or ``x + y`` into a slot or the variable
-    (θ - step, the iterate sum, the counters), ``assign_sub`` / ``assign_add`` write it in
-    place instead of a new tensor assigned over the old; a new slot value is read back from
-    its slot (:func:`_store`), so it is never copied. ``x·y`` stays two roundings where the
+    (θ - step, the iterate sum, the counters, an Adam moment's β·m + (1-β)·d once its slot
+    holds β·m: :func:`_scale_and_add`), ``assign_sub`` / ``assign_add`` write it in place
+    instead of a new tensor assigned over the old; a new slot value is read back from its
+    slot (:func:`_store`), so it is never copied. ``x·y`` stays two roundings where the
     rule has them: TensorFlow has no fused multiply-add to change them.
     """
     value = _tf_variable(variable)
@@ -301,11 +314,9 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
     count = slots["count"]
     if rule.mode == "adam":
         beta1, beta2 = rule.betas
-        moment = _store(optimizer, slots["momentum"],
-                        beta1 * tf.convert_to_tensor(slots["momentum"]) + (1 - beta1) * d)
-        second = _store(optimizer, slots["second_moment"],
-                        beta2 * tf.convert_to_tensor(slots["second_moment"])
-                        + (1 - beta2) * d * d)
+        moment = _scale_and_add(optimizer, slots["momentum"], beta1, (1 - beta1) * d)
+        second = _scale_and_add(optimizer, slots["second_moment"], beta2,
+                                (1 - beta2) * d * d)
         if rule.amsgrad:
             second = _store(optimizer, slots["max_second_moment"], tf.maximum(
                 tf.convert_to_tensor(slots["max_second_moment"]), second))
