@@ -421,7 +421,8 @@ def test_a_tile_takes_one_operator_per_term_of_the_update(mode, monkeypatch):
     opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
     monkeypatch.setattr(xr_optim, "MEMBER_TILE", 0)
     ops = _step_ops(opt, params)
-    moving = {"_foreach_copy_": 1, "fill_": 1, "add_": 1}  # the gradients; counter; step
+    # the gradients; the counter and the step count, in one operator
+    moving = {"_foreach_copy_": 1, "_foreach_add_": 1}
     if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
         kernel = {"clamp_": 1, "_foreach_addcmul_": 2, "addcmul_": 1, "mul_": 1}
     else:  # clamp; d + wd·θ; β1·m + (1 - β1)·d; β2·v + (1 - β2)·d·d; √v/√c2 + ε; θ - step/den
@@ -441,20 +442,74 @@ def test_a_gathering_tile_copies_the_members_in_and_out(monkeypatch):
     assert ops["_foreach_copy_"] == 3 and "_foreach_addcmul_" not in ops, ops
 
 
-def test_lars_steps_a_group_with_foreach_operators():
-    """LARS: per scaled tensor only its two squared norms (a product into the scratch and a
-    sum each, and d = g + wd·θ for the second); the trust ratios of all tensors at once and
-    the update as foreach operators, so the other operators do not grow with the number of
-    tensors."""
+def test_lars_steps_a_group_with_foreach_operators(monkeypatch):
+    """LARS on a group of up to SMALL_PLAN scaled elements (its plan): the squared norms of
+    all tensors of one size by one row-wise sum each (θ·θ, then d·d, after one copy of all
+    parameters and one of all gradients into the scratch), the trust ratios of all tensors
+    at once, d·q in place by block, the update as foreach operators and one operator on the
+    flat momentum: a fixed number of operators, however many tensors (here 2 sizes of
+    weight matrices, weight decay: 24 operators; θ·θ: copy, square, 2 sums; d: copy, ·wd,
+    + g; d·d, 2 sums; 7 for the ratios; d·q: 2; the update: 4; the step count). A larger
+    group goes tensor by tensor: its two squared norms (a product into the scratch and a
+    sum each, and d = g + wd·θ for the second), the trust ratios and the update as foreach
+    operators."""
     counts = []
     for layers in (1, 6):
         params = _layers(layers)
-        opt = xr.LARS(params, learning_rate=0.1, weight_decay=0.01)
-        ops = _step_ops(opt, params)
+        ops = _step_ops(xr.LARS(params, learning_rate=0.1, weight_decay=0.01), params)
+        assert ops["sum"] == 4 and ops.total() == 24, ops
+        counts.append(ops)
+    assert counts[0] == counts[1], counts
+    monkeypatch.setattr(xr_optim, "SMALL_PLAN", 0)
+    for layers in (1, 6):
+        params = _layers(layers)
+        ops = _step_ops(xr.LARS(params, learning_rate=0.1, weight_decay=0.01), params)
         scaled = layers + 1  # the weight matrices; the biases are excluded
         assert ops["sum"] == 2 * scaled and ops["mul"] >= 3 * scaled, ops
-        counts.append(ops - Counter(sum=2 * scaled, mul=3 * scaled, add_=scaled))
-    assert counts[0] == counts[1], counts
+        assert ops["_foreach_sub_"] == 1 and ops["where"] == 2, ops  # biases; the ratios
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lars_plan_sums_equal_tensors_row_wise_as_the_core_sums_each(threads):
+    """The plan sums the squares of equal-sized tensors as rows of one matrix: on one thread
+    and for rows under ATen's reduction grain that is each tensor's own sum, bit for bit;
+    on several threads a tensor of the grain or more is summed by the threads together
+    (other bits than a row), so it forms a block of its own. Float32, tensors of 1.2 and
+    0.4 times the grain: the core rule per tensor, bit for bit, over 3 steps."""
+    kept = torch.get_num_threads()
+    torch.set_num_threads(threads)  # ATen's own: the bits of its sums depend on it
+    try:
+        _check_lars_plan_sums(threads)
+    finally:
+        torch.set_num_threads(kept)
+
+
+def _check_lars_plan_sums(threads):
+    generator = torch.Generator().manual_seed(5)
+    for fraction in (1.2, 0.4):
+        size = 8 * (int(fraction * xr_optim._SUM_GRAIN) // 8)
+        shapes = [(size,), (size // 8, 8), (8, size // 8), (3, 7)]
+        params = [torch.randn(s, generator=generator).requires_grad_() for s in shapes]
+        opt = xr.LARS(params, learning_rate=0.3, weight_decay=0.01, exclude_1d=False,
+                      trust_coefficient=0.02)
+        rule = opt.rule
+        values = [p.detach().clone() for p in params]
+        slots = [rule.init_slots(v) for v in values]
+        for step in range(3):
+            grads = [torch.randn(s, generator=generator) * 10 ** step for s in shapes]
+            for param, grad in zip(params, grads):
+                param.grad = grad.clone()
+            opt.step()
+            for i, grad in enumerate(grads):
+                values[i], slots[i] = rule.update_param(grad, values[i], slots[i],
+                                                        rule.rates(step, lr=0.3))
+        plan = opt._lars_plans[0]
+        rows = sorted(len(block[0]) for block in plan.blocks)
+        assert rows == ([1, 1, 1, 1] if threads > 1 and size > xr_optim._SUM_GRAIN
+                        else [1, 3]), rows
+        for param, value, slot in zip(params, values, slots):
+            assert torch.equal(param.detach(), value)
+            assert torch.equal(opt.state[param]["momentum"], slot.momentum)
 
 
 @pytest.mark.parametrize("aux_lr", [None, 0.05], ids=["same_lr", "own_lr"])
@@ -492,11 +547,12 @@ def test_pesg_steps_the_model_and_the_loss_s_a_b_in_one_plan(aux_lr):
 
 @pytest.mark.parametrize("name", ["PESG", "PDSCA"])
 def test_min_max_steps_read_the_step_once_and_take_no_views_of_the_auxiliaries(name):
-    """The fixed cost of a min-max step: PDSCA's phase comes from the step count read once
-    per group as a Python int (not a remainder, a comparison and a read of the result on the
-    device), PESG (whose rates ignore the step) reads nothing; the ascent gets the loss's
-    auxiliaries themselves (no detached views: step() runs under no_grad), and in PDSCA's
-    cross-entropy phase, where alpha keeps its value, alpha is not written at all."""
+    """The fixed cost of a min-max step: PDSCA's phase comes from the step count of each
+    group read once as a Python int at the first step and known from then on (not a
+    remainder, a comparison and a read of the result on the device at every step), PESG
+    (whose rates ignore the step) reads nothing; the ascent gets the loss's auxiliaries
+    themselves (no detached views: step() runs under no_grad), and in PDSCA's cross-entropy
+    phase, which moves neither a, b nor alpha, none of them is written at all."""
     params = _layers(2)
     loss = xr.CompositionalAUCLoss(k=2) if name == "PDSCA" else xr.AUCMLoss()
     opt = getattr(xr, name)(params, loss, epoch_decay=1e-3)
@@ -508,9 +564,59 @@ def test_min_max_steps_read_the_step_once_and_take_no_views_of_the_auxiliaries(n
             opt.step()
         ops = Counter(mode.names)
         assert ops["detach"] == ops["remainder"] == ops["lt"] == 0, ops
-        assert ops["_local_scalar_dense"] == (2 if name == "PDSCA" else 0), ops
+        assert ops["_local_scalar_dense"] == (2 if name == "PDSCA" and step == 0 else 0), ops
         alpha_written = loss.alpha._version != version
         assert alpha_written == (name == "PESG" or step % 4 >= 2), (step, ops)
+
+
+def test_pdsca_s_cross_entropy_phase_leaves_a_and_b_alone():
+    """In PDSCA's cross-entropy phase the loss's a and b keep their values and counters: the
+    step does not touch them (no gathering and scattering back, no direction computed for
+    nothing); in the AUC phase they move. (Versions read outside an operator-recording
+    mode: under one, foreach operators leave version counters alone.)"""
+    params = _layers(2)
+    loss = xr.CompositionalAUCLoss(k=2)
+    opt = xr.PDSCA(params, loss, epoch_decay=1e-3)
+    for step in range(8):
+        for param in [*params, loss.a, loss.b, loss.alpha]:
+            param.grad = torch.full_like(param, 0.1)
+        versions = [loss.a._version, loss.b._version]
+        opt.step()
+        moved = [loss.a._version != versions[0], loss.b._version != versions[1]]
+        assert moved == [step % 4 >= 2] * 2, step
+
+
+@pytest.mark.parametrize("edit", ["step", "counter"])
+def test_counts_written_outside_the_step_are_read_anew(edit):
+    """The eager step knows the step count and the counters on the host after reading them
+    once; a write from outside (the group's step count set in place, a counter slot set in
+    place through ``opt.state``) is seen at the next step, as by a fresh optimizer loaded
+    with that state: here PDSCA's phase and the first-step rule of its momentum."""
+    runs = []
+    for fresh in (False, True):
+        params = _layers(2, dtype=torch.float64)
+        loss = xr.CompositionalAUCLoss(k=1, dtype="float64")
+        opt = xr.PDSCA(params, loss, epoch_decay=1e-3)
+        generator = torch.Generator().manual_seed(0)
+        for step in range(5):
+            for param in [*params, loss.a, loss.b, loss.alpha]:
+                param.grad = torch.randn(param.shape, generator=generator, dtype=param.dtype)
+            if step == 3:
+                if edit == "step":
+                    for group in opt.param_groups:
+                        group["step"].fill_(0)  # the cross-entropy phase again
+                else:
+                    for param in params:
+                        opt.state[param]["auc_count"].fill_(0)  # momentum starts anew
+                if fresh:
+                    twin_loss = copy.deepcopy(loss)
+                    twin = xr.PDSCA(params, twin_loss, epoch_decay=1e-3)
+                    twin.load_state_dict(opt.state_dict())
+                    opt, loss = twin, twin_loss
+            opt.step()
+        runs.append([p.detach().clone() for p in params])
+    for got, want in zip(*runs, strict=True):
+        assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("name, options", [("SOAP", {"mode": "sgd"}), ("PESG", {}),

@@ -89,6 +89,11 @@ class XRiskOptimizer(torch.optim.Optimizer):
         # group position -> (its parameters, the rule, the flat plans) of the eager path
         self._plans: dict[int, tuple[tuple[torch.Tensor, ...], UpdateRule,
                                      list[_FlatPlan]]] = {}
+        # group position -> (its step tensor, that tensor's version, its value): see
+        # _host_step
+        self._known_steps: dict[int, tuple[torch.Tensor, int, int]] = {}
+        # group position -> the LARS plan of its eager step
+        self._lars_plans: dict[int, _LarsPlan] = {}
         # Counter slots this optimizer made and knows to be 0 (by id, the tensor kept): the
         # first plans need not read them back from an accelerator (a host sync).
         self._zero_counters: dict[int, torch.Tensor] = {}
@@ -192,6 +197,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
         ascent_rates = None
         auxiliary_group = self._auxiliary_group()
         groups = self.param_groups
+        counted: list[tuple[_FlatPlan, str, int]] = []  # the plans' new counts (_advance)
         position = 0
         while position < len(groups):
             group = groups[position]
@@ -200,9 +206,9 @@ class XRiskOptimizer(torch.optim.Optimizer):
             step = group["step"]
             if flat and type(rule).rates is not _STEPLESS_RATES:
                 # Rates that depend on the step (PDSCA's phase) from a Python int: the count
-                # lives on the CPU, so one read, no device sync, and Python bools (the
-                # kernels' branches) instead of three operators per group
-                step = int(step)
+                # lives on the CPU, so no device sync, and Python bools (the kernels'
+                # branches) instead of three operators per group; read once, then known
+                step = self._host_step(position, step)
             rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
             last = position
             if flat:
@@ -214,26 +220,83 @@ class XRiskOptimizer(torch.optim.Optimizer):
                     params = [p for joined in groups[position:last + 1] for p in joined["params"]]
                     for stale in range(position + 1, last + 1):
                         self._plans.pop(stale, None)
-                self._update_flat(position, params, group["auxiliary"], rule, rates)
+                self._update_flat(position, params, group["auxiliary"], rule, rates, counted)
             else:
-                self._update_each(group["params"], rule, rates, group["auxiliary"])
+                self._update_each(group["params"], rule, rates, group["auxiliary"], position)
             for stepped in groups[position:last + 1]:
                 if stepped is auxiliary_group:
                     ascent_rates = rates
-                stepped["step"] += 1
+                if not eager:
+                    stepped["step"] += 1
             position = last + 1
+        if eager:
+            self._advance(counted)
         if self._containers:
             self._ascend(ascent_rates)
         return loss
 
+    def _host_step(self, position: int, step: Any) -> int:
+        """The step count ``step`` of the group at ``position`` as a Python int: read once,
+        then known for as long as the tensor is the group's and unchanged (its version
+        counter is the one :meth:`_advance` left: ``load_state_dict`` puts in another tensor,
+        an in-place write moves the counter), so the step reads no tensor."""
+        known = self._known_steps.get(position)
+        if known is not None and known[0] is step and step._version == known[1]:
+            return known[2]
+        value = int(step)
+        if isinstance(step, torch.Tensor):
+            self._known_steps[position] = (step, step._version, value)
+        return value
+
+    def _advance(self, counted: list[tuple[_FlatPlan, str, int]]) -> None:
+        """The eager step's last write: every group's step count + 1 and the plans' changed
+        counters (``counted``: plan, counter, new count) by their differences, in one
+        ``_foreach_add_`` per device (a CPU model: one operator, not one per group and
+        counter); then the host mirrors and the known versions follow."""
+        groups = self.param_groups
+        steps = [group["step"] for group in groups]
+        tensors = [plan.flats[name] for plan, name, _ in counted]
+        amounts = [count - plan.counters[name] for plan, name, count in counted]
+        tensor_steps = all(isinstance(step, torch.Tensor) for step in steps)
+        if tensor_steps:
+            tensors += steps
+            amounts += [1] * len(steps)
+        else:  # a step count set to a number by hand: counted as before, one by one
+            for group in groups:
+                group["step"] += 1
+        if tensors:
+            device = tensors[0].device
+            if all(tensor.device == device for tensor in tensors):
+                torch._foreach_add_(tensors, amounts)
+            else:
+                by_device: dict[torch.device, tuple[list[torch.Tensor], list[int]]] = {}
+                for tensor, amount in zip(tensors, amounts):
+                    pair = by_device.setdefault(tensor.device, ([], []))
+                    pair[0].append(tensor)
+                    pair[1].append(amount)
+                for pair in by_device.values():
+                    torch._foreach_add_(*pair)
+        for plan, name, count in counted:
+            plan.counters[name] = count
+            plan.versions[name] = plan.flats[name]._version
+        if tensor_steps:
+            for position, step in enumerate(steps):
+                known = self._known_steps.get(position)
+                if known is not None and known[0] is step:
+                    self._known_steps[position] = (step, step._version, known[2] + 1)
+
     def _update_each(self, params: Iterable[torch.Tensor], rule: UpdateRule, rates: Any,
-                     auxiliary: bool) -> None:
+                     auxiliary: bool, position: int | None = None) -> None:
         """The core rule on each parameter with a gradient (new slot tensors are rebound), or
-        its in-place kernel in eager mode (LARS)."""
+        its in-place kernel in eager mode (LARS: the group at ``position`` by its
+        :class:`_LarsPlan` where one applies)."""
         eager = not torch.compiler.is_compiling()
         if eager:  # LARS: the whole group's norms and steps at once
-            params = _lars_group_step_(rule, [p for p in params if p.grad is not None],
-                                       self.state, rates)
+            params = [p for p in params if p.grad is not None]
+            if (position is not None and type(rule).update_param is _LARS_UPDATE
+                    and isinstance(rates.lr, int | float)):
+                params = self._update_lars(position, params, rule, rates.lr)
+            params = _lars_group_step_(rule, params, self.state, rates)
         for param in params:
             if param.grad is None:
                 continue
@@ -247,9 +310,11 @@ class XRiskOptimizer(torch.optim.Optimizer):
             state.update((n, v) for n, v in slots._asdict().items() if v is not None)
 
     def _update_flat(self, position: int, params: list[torch.Tensor], auxiliary: bool,
-                     rule: UpdateRule, rates: Any) -> None:
+                     rule: UpdateRule, rates: Any,
+                     counted: list[tuple[_FlatPlan, str, int]]) -> None:
         """The core rule once per :class:`_FlatPlan` of the group at ``position`` (see there),
-        or of the groups from there that step alike (``params``: all their parameters)."""
+        or of the groups from there that step alike (``params``: all their parameters); the
+        plans' new counts go to ``counted``, for :meth:`_advance`."""
         found = self._plans.get(position)
         if found is None or not _plans_match(*found, params, rule, self.state):
             found = self._plans[position] = (
@@ -259,11 +324,26 @@ class XRiskOptimizer(torch.optim.Optimizer):
         for plan in plans:
             grads = list(map(_GRAD, plan.params))
             if all(map(operator.is_not, grads, repeat(None))):
-                plan.update(rule, rates, auxiliary, grads)
+                plan.update(rule, rates, auxiliary, grads, counted)
             else:  # the counters part ways: per tensor, new plans next step
                 rest.extend(p for p, grad in zip(plan.params, grads) if grad is not None)
         if rest:
             self._update_each(rest, rule, rates, auxiliary)
+
+    def _update_lars(self, position: int, params: list[torch.Tensor], rule: UpdateRule,
+                     lr: float) -> list[torch.Tensor]:
+        """LARS's step of the group at ``position`` (its parameters with a gradient:
+        ``params``) by its :class:`_LarsPlan`, made or remade as needed; returns the
+        parameters left to the other paths (all of them where no plan applies)."""
+        plan = self._lars_plans.get(position)
+        if plan is None or not plan.holds(params, rule, self.state):
+            plan = _LarsPlan.make(params, rule, self.state)
+            if plan is None:
+                self._lars_plans.pop(position, None)
+                return params
+            self._lars_plans[position] = plan
+        plan.step(rule, lr)
+        return []
 
     def _ascend(self, rates: Any) -> None:
         definition = self.rule.loss_definition
@@ -355,7 +435,8 @@ class XRiskOptimizer(torch.optim.Optimizer):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.update(rule=self.rule, loss_fn=self.loss_fn, _rules={}, _plans={},
+        state.update(rule=self.rule, loss_fn=self.loss_fn, _rules={}, _plans={}, _lars_plans={},
+                     _known_steps={},
                      _zero_counters={},
                      _containers=self._containers, _hyper_names=self._hyper_names)
         return state
@@ -433,6 +514,9 @@ class _FlatPlan:
         self.dtype, self.device = params[0].dtype, params[0].device
         self.counters = counters  # Python mirrors of the int32 views
         self.flats: dict[str, torch.Tensor] = {}
+        # each counter vector's version counter as the plan left it: a write by anyone else
+        # (in place, through a member's view) moves it, and the plan is remade from the state
+        self.versions: dict[str, int] = {}
         self.views: list[dict[str, torch.Tensor]] = [{} for _ in params]
         for name in rule.slot_specs():
             members = [state[p][name] for p in params]
@@ -443,6 +527,8 @@ class _FlatPlan:
                 flat = _flatten(members)
                 pieces = list(_unflatten(flat, params))
             self.flats[name] = flat
+            if name in counters:
+                self.versions[name] = flat._version
             for param, views, piece in zip(params, self.views, pieces):
                 state[param][name] = views[name] = piece
         # What holds() compares: every member's entries, in the slots' order, are the views
@@ -471,6 +557,9 @@ class _FlatPlan:
         params = self.params
         if not all(map(operator.eq, map(_KIND, params), repeat(self.kind))):
             return False
+        for name, version in self.versions.items():
+            if self.flats[name]._version != version:
+                return False
         try:  # get: no entry made for a member without state (None: a TypeError)
             found = chain.from_iterable(map(self.entries, map(state.get, params)))
             return all(map(operator.is_, found, self.expected))
@@ -526,10 +615,14 @@ class _FlatPlan:
                 tile, parts, cuts, members))
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool,
-               grads: list[torch.Tensor]) -> None:
-        """One step of the members, whose gradients are ``grads`` (all set)."""
+               grads: list[torch.Tensor], counted: list[tuple[_FlatPlan, str, int]]) -> None:
+        """One step of the members, whose gradients are ``grads`` (all set); the counters
+        that change go to ``counted`` as (plan, name, new count), written by
+        :meth:`XRiskOptimizer._advance` (with the others, in one operator)."""
         params = self.params
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
+        if kernel is _pdsca_step_ and auxiliary and rates.ce_phase is True:
+            return  # PDSCA's cross-entropy phase leaves its auxiliaries and counters alone
         if self.scratch is None or (kernel is None and self.lists):  # gather from now on
             self._prepare(rule, lists=kernel is not None)
         # Flat views of the sliced members' live values and gradients (a copy where one is
@@ -591,8 +684,7 @@ class _FlatPlan:
                 param.copy_(value.view(param.shape))
         for name, count in counters.items():
             if count != self.counters[name]:
-                self.flats[name].fill_(count)
-                self.counters[name] = count
+                counted.append((self, name, count))
 
 
 _NO_VIEWS: dict[int, torch.Tensor] = {}
@@ -801,11 +893,20 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
     return new
 
 
+def _is_gradient(rule: Any, weight_decay: float) -> bool:
+    """Whether the direction ``d`` of :func:`_direction_` is the gradient itself: no clip (at
+    infinity it is the identity), no epoch decay, no coupled weight decay (MIDAM's
+    default)."""
+    return rule.clip_value == math.inf and weight_decay <= 0 and rule.epoch_decay <= 0
+
+
 def _direction_members_(rule: Any, grads: list[torch.Tensor], params: list[torch.Tensor],
                         reference: torch.Tensor | None, scratch: Scratch,
                         members: _Members, *, weight_decay: float) -> torch.Tensor:
     """:func:`_direction_` of a tile stepped on its members, always in ``scratch[0]`` (the
-    gradients are copied there first: a pass the gathering tile makes too)."""
+    gradients are copied there first: a pass the gathering tile makes too; the kernels read
+    the gradients themselves instead where that is all ``d`` is and they read it once, see
+    :func:`_is_gradient`)."""
     out, spare, one = scratch
     out_parts, spare_parts = members.scratch
     torch._foreach_copy_(out_parts, grads)
@@ -830,10 +931,27 @@ def _clipped_step_members_(rule: Any, grads: list[torch.Tensor], params: list[to
     lr = rates.lr
     if rule.decoupled_weight_decay and rule.weight_decay > 0:
         torch._foreach_mul_(params, 1 - lr * rule.weight_decay)
-    d = _direction_members_(rule, grads, params, slots.get("reference"), scratch, members,
-                            weight_decay=0.0 if rule.decoupled_weight_decay
-                            else rule.weight_decay)
+    weight_decay = 0.0 if rule.decoupled_weight_decay else rule.weight_decay
     count = counters["count"]
+    if (rule.mode != "adam" and not rule.nesterov
+            and _is_gradient(rule, weight_decay)):
+        # d is the gradients (MIDAM): foreach operators read them where they are, no copy
+        # into the scratch (a pass of the four of MIDAM's step)
+        if rule.momentum > 0:
+            buffers = parts["momentum"]
+            if count == 0:
+                torch._foreach_copy_(buffers, grads)
+            else:
+                ema = rule.sgd_rule == "ema"
+                slots["momentum"].mul_(1 - rule.momentum if ema else rule.momentum)
+                torch._foreach_addcmul_(buffers, grads, ones, value=rule.momentum if ema
+                                        else 1 - rule.dampening)
+            torch._foreach_addcmul_(params, buffers, ones, value=-lr)
+        else:
+            torch._foreach_addcmul_(params, grads, ones, value=-lr)
+        return {"count": count + 1}  # no epoch decay: no iterate sum
+    d = _direction_members_(rule, grads, params, slots.get("reference"), scratch, members,
+                            weight_decay=weight_decay)
     if rule.mode == "adam":
         beta1, beta2 = rule.betas
         moment, second = slots["momentum"], slots["second_moment"]
@@ -1002,6 +1120,183 @@ def _lars_group_step_(rule: Any, params: list[torch.Tensor],
     return others
 
 
+class _LarsPlan:
+    """LARS's eager step of a group of at most :data:`SMALL_PLAN` scaled elements, in a
+    fixed number of operators (not a dozen per tensor: at 0.1 M parameters a step was
+    operators, not arithmetic).
+
+    The members (contiguous float32/float64 parameters of one device with contiguous
+    gradients of their dtype) are ordered as the scaled tensors, those of one size next to
+    each other (a *block*), then the others (``exclude_1d``); the momentum buffers become
+    views of one flat vector in that order (as :class:`_FlatPlan` does), and a scratch of
+    two rows of the scaled elements holds their squares and their directions.
+
+    A step copies the scaled parameters into the first row (one ``_foreach_copy_``),
+    squares it in place and sums each block row-wise into a vector of norms (``sum(θ·θ)``
+    of each tensor: the reduction of one contiguous row is that of the tensor alone, on one
+    thread or for rows under ATen's grain of 32 768 elements; larger equal tensors on
+    several threads form blocks of one, see :data:`_SUM_GRAIN`); likewise ``d`` in the
+    second row and ``sum(d·d)``; the trust ratios of all tensors at once by the core's 0-d
+    operations on the vector; ``d·q`` in place, a block at a time; then ``buf ← μ·buf +
+    lr·(d·q)`` on the flat buffer and ``θ ← θ - buf`` by foreach operators. Bit for bit the
+    core rule (the same roundings of the same operands), at the price of a copy of the
+    parameters and the gradients into the scratch (two passes of ten over the scaled
+    elements, cheap where the plan applies: everything is in the cache)."""
+
+    def __init__(self, params: list[torch.Tensor], rule: Any,
+                 state: dict[torch.Tensor, Slots]) -> None:
+        dtype, device = params[0].dtype, params[0].device
+        self.params = params
+        self.kind = (dtype, device)
+        self.threads = torch.get_num_threads()
+        self.rule = rule
+        scaled = [p for p in params if not (rule.exclude_1d and p.ndim <= 1)]
+        plain = [p for p in params if rule.exclude_1d and p.ndim <= 1]
+        by_size: dict[int, list[torch.Tensor]] = {}
+        for param in scaled:
+            by_size.setdefault(param.numel(), []).append(param)
+        blocks: list[list[torch.Tensor]] = []
+        for size, members in by_size.items():
+            if self.threads > 1 and size >= _SUM_GRAIN:  # see _SUM_GRAIN
+                blocks += [[member] for member in members]
+            else:
+                blocks.append(members)
+        self.scaled = [p for block in blocks for p in block]
+        self.plain = plain
+        self.order = self.scaled + plain
+        shapes = [p.shape for p in self.scaled]
+        length = sum(p.numel() for p in self.scaled)
+        count = len(self.scaled)
+        self.scratch = torch.empty((2, length), dtype=dtype, device=device)
+        self.squares, self.directions = self.scratch[0], self.scratch[1]
+        self.square_views = _cut(self.squares, shapes)
+        self.direction_views = _cut(self.directions, shapes)
+        self.norms = torch.empty((2, count), dtype=dtype, device=device)
+        self.p_norm, self.d_norm = self.norms[0], self.norms[1]
+        self.positive = torch.empty((2, count), dtype=torch.bool, device=device)
+        self.scaled_mask = torch.empty(count, dtype=torch.bool, device=device)
+        self.ones = torch.ones(count, dtype=dtype, device=device)
+        self.denominator = torch.empty(count, dtype=dtype, device=device)
+        self.factors = torch.empty(count, dtype=dtype, device=device)
+        # per block: its squares and directions as rows, its norms and factors
+        self.blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                torch.Tensor]] = []
+        offset = index = 0
+        for block in blocks:
+            rows, size = len(block), block[0].numel()
+            cut = slice(offset, offset + rows * size)
+            self.blocks.append((self.squares[cut].view(rows, size),
+                                self.directions[cut].view(rows, size),
+                                self.p_norm[index:index + rows], self.d_norm[index:index + rows],
+                                self.factors[index:index + rows].view(rows, 1)))
+            offset, index = offset + rows * size, index + rows
+        self.one = torch.ones((), dtype=dtype, device=device)
+        self.ones_list = [self.one] * len(self.order)
+        self.buffer: torch.Tensor | None = None
+        self.buffers: list[torch.Tensor] = []
+        if rule.momentum > 0:  # one flat buffer: μ·buf in one operator
+            self.buffer = _flatten([state[p]["momentum"] for p in self.order])
+            self.buffers = list(_unflatten(self.buffer, self.order))
+            for param, view in zip(self.order, self.buffers):
+                state[param]["momentum"] = view
+            self.scaled_buffer = self.buffer[:length]
+            self.plain_buffers = self.buffers[count:]
+
+    @staticmethod
+    def make(params: list[torch.Tensor], rule: Any,
+             state: dict[torch.Tensor, Slots]) -> _LarsPlan | None:
+        """The plan of ``params`` (all with a gradient), or None where it does not apply:
+        an empty group, more than :data:`SMALL_PLAN` scaled elements (the scratch would
+        outgrow the cache; :func:`_lars_group_step_` steps such a group tensor by tensor),
+        or a member the plan cannot take (see the class)."""
+        if not params:
+            return None
+        kind = _KIND(params[0])
+        grads = list(map(_GRAD, params))
+        if not (kind[0] in (torch.float32, torch.float64)
+                and all(map(operator.eq, map(_KIND, params), repeat(kind)))
+                and all(map(operator.eq, map(_KIND, grads), repeat(kind)))
+                and all(map(torch.Tensor.is_contiguous, params))
+                and all(map(torch.Tensor.is_contiguous, grads))):
+            return None
+        scaled = sum(p.numel() for p in params if not (rule.exclude_1d and p.ndim <= 1))
+        if scaled > SMALL_PLAN:
+            return None
+        return _LarsPlan(params, rule, state)
+
+    def holds(self, params: list[torch.Tensor], rule: Any,
+              state: dict[torch.Tensor, Slots]) -> bool:
+        """Whether the plan still steps ``params`` (the same tensors, of the plan's dtype
+        and device, contiguous, with contiguous gradients of it), under ``rule`` at this
+        thread count, with every momentum buffer the plan's view."""
+        kind = self.kind
+        grads = list(map(_GRAD, params))
+        if not (rule is self.rule and len(params) == len(self.params)
+                and all(map(operator.is_, params, self.params))
+                and self.threads == torch.get_num_threads()
+                and all(map(operator.eq, map(_KIND, params), repeat(kind)))
+                and all(map(operator.eq, map(_KIND, grads), repeat(kind)))
+                and all(map(torch.Tensor.is_contiguous, params))
+                and all(map(torch.Tensor.is_contiguous, grads))):
+            return False
+        if self.buffer is not None:
+            try:
+                found = [state[p]["momentum"] for p in self.order]
+            except KeyError:
+                return False
+            return all(map(operator.is_, found, self.buffers))
+        return True
+
+    def step(self, rule: Any, lr: float) -> None:
+        """One LARS step of the members with the learning rate ``lr``."""
+        grads = [_grad(p) for p in self.order]
+        count = len(self.scaled)
+        if count:
+            scaled_grads = grads[:count]
+            squares, directions = self.squares, self.directions
+            torch._foreach_copy_(self.square_views, self.scaled)
+            squares.mul_(squares)
+            for square_rows, _, p_sum, _, _ in self.blocks:
+                torch.sum(square_rows, 1, out=p_sum)
+            if rule.weight_decay > 0:  # d = g + wd·θ
+                torch._foreach_copy_(self.direction_views, self.scaled)
+                directions.mul_(rule.weight_decay)
+                torch._foreach_add_(self.direction_views, scaled_grads)
+            else:
+                torch._foreach_copy_(self.direction_views, scaled_grads)
+            torch.mul(directions, directions, out=squares)
+            for square_rows, _, _, d_sum, _ in self.blocks:
+                torch.sum(square_rows, 1, out=d_sum)
+            # the core's 0-d operations on the vectors of norms, element-wise the same
+            norms = self.norms.sqrt_()
+            torch.all(torch.gt(norms, 0, out=self.positive), 0, out=self.scaled_mask)
+            torch.where(self.scaled_mask, self.d_norm, self.ones, out=self.denominator)
+            factors = torch.mul(self.p_norm, rule.trust_coefficient, out=self.factors)
+            factors.div_(self.denominator)
+            torch.where(self.scaled_mask, factors, self.ones, out=factors)
+            for _, direction_rows, _, _, factor in self.blocks:
+                direction_rows.mul_(factor)
+        one = self.one
+        if self.buffer is not None:  # buf ← μ·buf + lr·(d·q), θ ← θ - buf
+            self.buffer.mul_(rule.momentum)
+            if count:
+                self.scaled_buffer.addcmul_(self.directions, one, value=lr)
+            if self.plain:
+                torch._foreach_addcmul_(self.plain_buffers, grads[count:],
+                                        self.ones_list[count:], value=lr)
+            torch._foreach_sub_(self.order, self.buffers)
+        else:  # θ ← θ - lr·(d·q)
+            torch._foreach_addcmul_(self.order, [*self.direction_views, *grads[count:]],
+                                    self.ones_list, value=-lr)
+
+
+#: ATen's grain of a reduction (``at::internal::GRAIN_SIZE``): on several threads a sum of
+#: this many elements or more to one value is split between the threads and their partial
+#: sums added, so its bits differ from those of a row of a row-wise sum (one thread per
+#: row); under it, and on one thread, a row sums as the tensor alone.
+_SUM_GRAIN = 32768
+
+
 def _lars_factors(rule: Any, params: list[torch.Tensor], scratch: torch.Tensor
                   ) -> tuple[torch.Tensor, ...]:
     """The trust ratio q of each of ``params`` (contiguous, of one dtype and device) as 0-d
@@ -1080,6 +1375,7 @@ _KERNELS: tuple[tuple[Callable[..., Any], Kernel], ...] = (
 )
 _CLIPPED_DIRECTION = xrisk.optim.ClippedRule._direction
 _CLIPPED_UPDATE = xrisk.optim.ClippedRule.update_param
+_LARS_UPDATE = xrisk.optim.LARS.update_param
 
 
 def _in_place_kernel(rule: UpdateRule, dtype: torch.dtype, grads: list[torch.Tensor],
