@@ -314,10 +314,29 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     return steps
 
 
+def page_faults(step: Callable[[], Any]) -> float:
+    """Minor page faults of one step (mean of two)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    step()
+    step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 2
+
+
 def other_frameworks(args: argparse.Namespace) -> list[str]:
-    """Rows of JAX (optax) and Keras, MLP only, all threads; returns the failed rows."""
+    """Rows of JAX (optax) and Keras, MLP only, all threads (Keras with ``--clock cpu``: one
+    thread, the process's CPU time), with the page faults of a step (a new buffer's first
+    touch); returns the failed rows."""
     failed = []
     for framework in (f for f in args.frameworks if f != "torch"):
+        clock = time.perf_counter
+        if framework == "tensorflow" and args.clock == "cpu":
+            import tensorflow as tf  # before its first operation, which fixes the pools
+
+            tf.config.threading.set_intra_op_parallelism_threads(1)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+            clock = time.process_time
         maker = {"jax": jax_steps, "tensorflow": keras_steps}[framework]
         baseline = {"jax": "optax", "tensorflow": "Keras"}[framework]
         for size in args.sizes:
@@ -326,7 +345,8 @@ def other_frameworks(args: argparse.Namespace) -> list[str]:
             steps = maker(shapes)
             for label in dict.fromkeys(key.split("|")[0] for key in steps):
                 pair = {"xrisk": steps[f"{label}|xrisk"], "torch": steps[f"{label}|{baseline}"]}
-                times = time_rounds(pair, args.repeats)
+                times = time_rounds(pair, args.repeats, clock)
+                faults = {k: page_faults(step) for k, step in pair.items()}
                 ratio = paired_ratio(times["torch"], times["xrisk"])
                 verdict = "PASS" if ratio <= TORCH_TARGET else "FAIL " + baseline
                 if ratio > TORCH_TARGET:
@@ -334,7 +354,8 @@ def other_frameworks(args: argparse.Namespace) -> list[str]:
                 print(f"{'all':>3} {framework[:5]:<5} {count / 1e6:>6.2f}M {label:<11} "
                       f"{statistics.median(times['xrisk']) * 1e3:>9.2f} "
                       f"{statistics.median(times['torch']) * 1e3:>9.2f} {'':>10} "
-                      f"{ratio:>7.2f} {'':>8} {'':>6} {'':>7}  {verdict} (vs {baseline})",
+                      f"{ratio:>7.2f} {'':>8} {'':>6} {'':>7}  {verdict} (vs {baseline}; "
+                      f"page faults {faults['xrisk']:.0f} / {faults['torch']:.0f})",
                       flush=True)
     return failed
 
@@ -358,7 +379,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "columns /old and old x give xrisk / old and its memory")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall time, or the CPU time of the timing thread (steadier on a "
-                             "machine shared with other jobs; one thread only)")
+                             "machine shared with other jobs; one thread only; the Keras rows "
+                             "then run TensorFlow on one intra-op and one inter-op thread, "
+                             "timed by the process's CPU time)")
     parser.add_argument("--frameworks", default="torch",
                         help="comma-separated among torch,jax,tensorflow (JAX: xrisk's optax "
                              "transformation against optax.adam/sgd under jit; tensorflow: "
@@ -375,11 +398,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--frameworks: got {unknown}; expected names from torch,jax,tensorflow")
     args.threads = [int(t) for t in args.threads.split(",")]
     if args.clock == "cpu" and (any(t != 1 for t in args.threads)
-                                or set(args.frameworks) != {"torch"}):
+                                or not set(args.frameworks) <= {"torch", "tensorflow"}):
         parser.error(f"--clock cpu with --threads {','.join(map(str, args.threads))} and "
                      f"--frameworks {','.join(args.frameworks)}: the CPU time of the timing "
                      "thread misses the work of the others. Fix: --clock cpu --threads 1 "
-                     "--frameworks torch, or --clock wall.")
+                     "--frameworks torch,tensorflow, or --clock wall.")
     args.sizes = [int(float(n)) for n in args.sizes.split(",")] + ([LARGE] if args.large else [])
     args.models = [m.strip() for m in args.models.split(",")]
     only = {s.strip() for s in args.only.split(",") if s.strip()}
