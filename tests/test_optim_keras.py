@@ -214,3 +214,19 @@ def test_clipped_keras_step_runs_the_rule_s_arithmetic_only():
     graph = tf.function(lambda: opt.apply_gradients([(tf.ones((3,)), variable)])
                         ).get_concrete_function().graph
     assert "AssignSubVariableOp" in {op.type for op in graph.get_operations()}
+
+
+@pytest.mark.parametrize("arguments", [{}, {"dampening": 0.0}, {"nesterov": True,
+                                                                 "dampening": 0.0}])
+def test_momentum_buffer_adds_in_place_after_the_first_step(arguments):
+    """SGD's momentum buffer μ·b + (1 - dampening)·d is assigned as μ·b, then the rest
+    added in place (one full-size tensor fewer eagerly): the later-steps branch of the
+    first-step ``tf.cond`` holds an AssignAddVariableOp (before: the sum assigned)."""
+    variable, opt = tf.Variable(tf.ones((7, 5))), xr.SOAP(mode="sgd", **arguments)
+    function = tf.function(lambda: opt.apply_gradients([(tf.ones((7, 5)), variable)]))
+    graph = function.get_concrete_function().graph
+    branches = {f.signature.name: [n.op for n in f.node_def]
+                for f in graph.as_graph_def().library.function}
+    (cond,) = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    later = branches[cond.get_attr("else_branch").name]
+    assert later.count("AssignAddVariableOp") == 1 and "AddV2" not in later, later

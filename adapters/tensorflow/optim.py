@@ -281,8 +281,9 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
     NaN kept) and none at ``c = inf``; ``(1 - dampening)·d`` is ``d`` at dampening 0; SGD's
     first step picks its buffer with ``tf.cond`` (one branch runs) instead of a select of
     both; and where the rule computes ``x - y`` or ``x + y`` into a slot or the variable
-    (θ - step, the iterate sum, the counters, an Adam moment's β·m + (1-β)·d once its slot
-    holds β·m: :func:`_scale_and_add`), ``assign_sub`` / ``assign_add`` write it in place
+    (θ - step, the iterate sum, the counters, an Adam moment's β·m + (1-β)·d and the SGD
+    buffer's μ·b + (1-dampening)·d once the slot holds the product: :func:`_scale_and_add`),
+    ``assign_sub`` / ``assign_add`` write it in place
     instead of a new tensor assigned over the old; a new slot value is read back from its
     slot (:func:`_store`), so it is never copied. ``x·y`` stays two roundings where the
     rule has them: TensorFlow has no fused multiply-add to change them.
@@ -325,19 +326,21 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
         root2 = tf.sqrt(1 - tf.pow(tf.constant(beta2, dtype), t))
         step = (lr / bias1) * moment / (tf.sqrt(second) / root2 + rule.eps)
     elif rule.momentum > 0:
-        previous = tf.convert_to_tensor(slots["momentum"])
-        if rule.sgd_rule == "ema":
-            later = lambda: (1 - rule.momentum) * previous + rule.momentum * d  # noqa: E731
-        elif rule.dampening == 0:  # (1 - 0)·d is d, bit for bit
-            later = lambda: rule.momentum * previous + d  # noqa: E731
-        else:
-            later = lambda: rule.momentum * previous + (1 - rule.dampening) * d  # noqa: E731
+        if rule.sgd_rule == "ema":  # (1 - μ)·buffer + μ·d
+            factor, addend = 1 - rule.momentum, lambda: rule.momentum * d
+        elif rule.dampening == 0:  # μ·buffer + d: (1 - 0)·d is d, bit for bit
+            factor, addend = rule.momentum, lambda: d
+        else:  # μ·buffer + (1 - dampening)·d
+            factor, addend = rule.momentum, lambda: (1 - rule.dampening) * d
+
+        def later() -> None:
+            _scale_and_add(optimizer, slots["momentum"], factor, addend())
+
         # The first step's buffer is d: a branch, each side assigning its own value (the
         # assignment of a value made inside the branch adopts its buffer; the cond's output
         # would be copied into the slot).
         tf.cond(tf.convert_to_tensor(count) == 0,
-                lambda: optimizer.assign(slots["momentum"], d),
-                lambda: optimizer.assign(slots["momentum"], later()))
+                lambda: optimizer.assign(slots["momentum"], d), later)
         buffer = tf.convert_to_tensor(slots["momentum"])
         step = lr * (d + rule.momentum * buffer if rule.nesterov else buffer)
     else:
