@@ -134,6 +134,19 @@ def backend_of(*arrays: Any, names: tuple[str, ...] | None = None) -> Backend:
     TypeError
         If an argument is not an array of a supported library.
     """
+    # The common call (every array of one known library) in one pass without labels; any
+    # other (an unknown type, two libraries, no array) takes the pass below, which raises.
+    name = None
+    for array in arrays:
+        if array is not None:
+            kind = _NAME_BY_TYPE.get(type(array))
+            if kind is None or (kind != name and name is not None):
+                name = None
+                break
+            name = kind
+    if name is not None:
+        module = _loaded.get(name)
+        return cast(Backend, module) if module is not None else get_backend(name)
     found: dict[str, str] = {}
     for position, array in enumerate(arrays):
         if array is None:

@@ -31,14 +31,26 @@ def _take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
 
 def _clip(x: Any, /, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (array API)
     # Float tensors with finite Python-number bounds: clamp is the array API's clip.
-    if x.is_floating_point() and _plain_bound(min) and _plain_bound(max) and not (
-            min is None and max is None):
+    # (the bound tests inline: clip runs several times per step)
+    if x.is_floating_point() and (min is not None or max is not None) and (
+            min is None or (type(min) in _NUMBERS and min == min)) and (
+            max is None or (type(max) in _NUMBERS and max == max)):
         return torch.clamp(x, min, max)
     return _compat.clip(x, min, max)
 
 
-def _plain_bound(value: Any) -> bool:
-    return value is None or (type(value) in (int, float) and value == value)
+#: The bound types ``clamp`` takes as they are (finite or infinite; NaN goes to compat's clip).
+_NUMBERS = (int, float)
+
+
+def _asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+             **kwargs: Any) -> Any:
+    # A numpy array to a CPU tensor (the host-ranked keys of xrisk._grouping, each stateful
+    # step): torch.asarray itself, sharing memory as compat's wrapper does, without the
+    # wrapper's keyword forwarding (half the cost of the call).
+    if type(obj) is np.ndarray and dtype is None and copy is None and not kwargs:
+        return torch.asarray(obj) if device is None else torch.asarray(obj, device=device)
+    return _compat.asarray(obj, dtype=dtype, device=device, copy=copy, **kwargs)
 
 
 def _where(condition: Any, x1: Any, x2: Any, /) -> Any:
@@ -50,17 +62,35 @@ def _where(condition: Any, x1: Any, x2: Any, /) -> Any:
     return _compat.where(condition, x1, x2)
 
 
-#: ``array_api_compat.torch`` with its three hottest wrappers made direct calls. The core
-#: calls ``take``, ``clip`` and ``where`` several times per step, and an eager torch step is
+#: ``array_api_compat.torch`` with its hottest wrappers made direct calls. The core
+#: calls ``take``, ``clip``, ``where``, ``isdtype`` and ``finfo`` several times per step
+#: (and ``asarray`` of numpy keys in each stateful one), and an eager torch step is
 #: dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds three
 #: ops to wrap negative indices, which the core never passes (its gathers use validated or
 #: computed non-negative positions; a negative one still raises in ``index_select``), its
 #: ``clip`` inspects its bounds in Python before ``clamp``, and its ``where`` reconciles the
 #: dtypes of its operands even where they agree. A module object, so that ``torch.compile``
 #: traces through it as through compat's own module (a custom class breaks the graph).
+def _finfo(type_: Any, /) -> Any:
+    # A torch dtype straight to torch.finfo (compat tries it first too, inside a try).
+    return torch.finfo(type_) if isinstance(type_, torch.dtype) else _compat.finfo(type_)
+
+
+def _isdtype(dtype: Any, kind: Any) -> bool:
+    # The kinds the core asks at every step, answered as compat answers them for a torch
+    # dtype (its string dispatch costs more than the answer); everything else goes to compat.
+    if isinstance(dtype, torch.dtype) and type(kind) is str:
+        if kind == "real floating":
+            return dtype.is_floating_point
+        if kind == "bool":
+            return dtype == torch.bool
+    return _compat.isdtype(dtype, kind)
+
+
 namespace = types.ModuleType("xrisk.backends.torch.namespace", __doc__)
 namespace.__dict__.update({k: v for k, v in vars(_compat).items() if not k.startswith("__")})
-namespace.__dict__.update(take=_take, clip=_clip, where=_where)
+namespace.__dict__.update(take=_take, clip=_clip, where=_where, asarray=_asarray, finfo=_finfo,
+                          isdtype=_isdtype)
 has_autodiff = True
 index_dtype = torch.int64
 
@@ -72,8 +102,15 @@ def stop_gradient(x: Any) -> Any:
 
 def write_rows(table: Any, index: Any, rows: Any) -> Any:
     """Write ``rows`` into ``table`` at ``index`` in place (O(batch)) and return ``table``."""
+    # Conversions only where needed: a ``.to`` of the same dtype returns its input but costs
+    # a dispatcher round trip (about 2 µs each on CPU), and every stateful step writes rows.
+    if index.dtype != torch.int64:
+        index = index.to(torch.int64)
+    rows = rows.detach()
+    if rows.dtype != table.dtype:
+        rows = rows.to(table.dtype)
     with torch.no_grad():
-        table.index_copy_(0, index.to(torch.int64), rows.detach().to(table.dtype))
+        table.index_copy_(0, index, rows)
     return table
 
 
@@ -113,7 +150,8 @@ def inspectable(x: Any) -> bool:
 
 def to_numpy(x: Any) -> np.ndarray:
     """``x`` as numpy; floats numpy lacks (bfloat16, float8) come back as float32 (exact)."""
-    if x.dtype not in _NUMPY_DTYPES and x.dtype.is_floating_point:
+    dtype = x.dtype
+    if dtype not in _NUMPY_DTYPES and dtype.is_floating_point:
         x = x.detach().float()
     return x.numpy(force=True)  # detaches and copies to the CPU only when needed
 

@@ -356,3 +356,39 @@ def test_write_rows_resolves_duplicates_without_a_b_squared_search():
     for position, key in enumerate(np.asarray(index)):
         want[key] = position  # the last position wins
     assert_array_equal(np.asarray(jax.jit(write)(table, index, rows)), want)
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch", "jax", "tensorflow"])
+@given(keys=st.lists(_KEYS, min_size=1, max_size=12), data=st.data())
+def test_host_ranked_kept_groups_equal_the_device_ones(framework, keys, data):
+    """Keys read on the host (an eager CPU batch) with a mask the host reads: group_keys
+    computes the anchor, rows, ids and counts by numpy, which give the arrays of the path
+    that ranks on the host and masks on the device (a mask the host cannot read), dtypes
+    included: with nothing kept, with everything kept, from a host reading narrower than the
+    device's keys (an int32 index is cast to int64 after its check) and from the reading of
+    an input that the keys shift (the multi-label losses' per-label index)."""
+    from unittest import mock
+
+    keys = np.asarray(keys, dtype=np.int64)
+    size = len(keys)
+    keep = np.asarray(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+    narrow = data.draw(st.sampled_from([np.int64, np.int32]))
+    backend = get_backend(framework)
+    xp = backend.namespace
+    # the keys' own values, and those of an input the keys shift (all of them negative)
+    for shift in (0, int(keys.max()) + 1):
+        host = (keys - shift).astype(narrow)
+        with jax.enable_x64(True):
+            index, mask = _index(framework, keys), _convert(framework, keep)
+            with mock.patch.object(backend, "inspectable", return_value=False):
+                device = group_keys(index, mask, backend=backend, xp=xp, dtype=xp.float32,
+                                    host=host)
+            hosted = group_keys(index, mask, backend=backend, xp=xp, dtype=xp.float32,
+                                host=host)
+            for field in ("rows", "anchor", "ids", "count", "keep"):
+                want, got = getattr(device, field), getattr(hosted, field)
+                assert got.dtype == want.dtype, field
+                assert_array_equal(backend.to_numpy(got), backend.to_numpy(want),
+                                   err_msg=f"{field} (host = keys - {shift})")
+        assert (hosted.segments, hosted.all_kept) == (device.segments, device.all_kept) == (
+            size, False)

@@ -159,8 +159,18 @@ def bind(definition: LossDefinition, args: tuple[Any, ...], kwargs: Mapping[str,
     >>> list(bound)
     ['scores', 'labels', 'index']
     """
-    declared = plan(definition)
+    return _bind(definition, plan(definition), args, kwargs)
+
+
+def _bind(definition: LossDefinition, declared: Plan, args: tuple[Any, ...],
+          kwargs: Mapping[str, Any]) -> dict[str, Any]:
     names = declared.names
+    if not kwargs and len(args) == len(names):  # every input given in order: the usual call
+        bound = dict(zip(names, args))
+        for spec in declared.required:
+            if bound[spec.name] is None:
+                raise _validation.missing_input(definition.name, spec)
+        return bound
     if len(args) > len(names):
         raise TypeError(
             f"{definition.name}: got {len(args)} positional inputs; expected at most "
@@ -204,8 +214,10 @@ def apply(definition: LossDefinition, state: Any, *inputs: Array, params: Any = 
         fails the checks (see :mod:`xrisk._validation`).
     """
     declared = plan(definition)
-    bound = bind(definition, inputs, named)
-    _check_containers(definition, state, params)
+    bound = _bind(definition, declared, inputs, named)
+    if not (isinstance(state, definition.state_type)
+            and isinstance(params, definition.params_type)):
+        _check_containers(definition, state, params)  # raises, naming the container
     present = [value for value in bound.values() if value is not None]
     try:
         backend = backend_of(*present, *state, *params)

@@ -126,10 +126,12 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
     plan = plans.get(signature) if signature is not None else None
     if plan is not None:
         checked = {name: x if x is None or name not in plan.flat else xp.reshape(x, (-1,))
-                   for name, x in bound.items()}
-        if all(backend.inspectable(checked[name]) for name, _ in plan.present):
-            return _check_on_host(definition, backend, plan, checked, xp)
-        return _check_in_graph(definition, backend, plan, checked, {}, xp)
+                   for name, x in bound.items()} if plan.flat else dict(bound)
+        inspectable = backend.inspectable
+        for name, _ in plan.present:
+            if not inspectable(checked[name]):
+                return _check_in_graph(definition, backend, plan, checked, {}, xp)
+        return _check_on_host(definition, backend, plan, checked, xp)
     checked, sizes, empty = _static_checks(definition, bound, xp)
     present = tuple((spec.name, spec) for spec in definition.inputs()
                     if checked[spec.name] is not None)
@@ -149,14 +151,15 @@ def check_inputs(definition: Any, backend: Any, bound: dict[str, Array], *, xp: 
 def _signature(backend: Any, bound: dict[str, Array]) -> tuple[Any, ...] | None:
     """The shapes and dtypes of a batch, hashable; ``None`` if a size is unknown (run time)."""
     out: list[Any] = [backend.name]
+    append = out.append
     for x in bound.values():
         if x is None:
-            out.append(None)
+            append(None)
             continue
         shape = tuple(x.shape)
         if None in shape:
             return None
-        out.append((shape, x.dtype))
+        append((shape, x.dtype))
     return tuple(out)
 
 
@@ -237,16 +240,17 @@ def _check_on_host(definition: Any, backend: Any, plan: _Plan, checked: dict[str
     """The value checks of a batch the host reads for free: raise on a bad value."""
     may_warn = not warned(definition)
     host = {}
+    to_numpy, host_checks, indices = backend.to_numpy, plan.host_checks, plan.indices
     for name, spec in plan.present:
         x = checked[name]
-        host[name] = values = backend.to_numpy(x)  # one host read per input
-        checks = plan.host_checks[name]
+        host[name] = values = to_numpy(x)  # one host read per input
+        checks = host_checks[name]
         check = checks.get(values.dtype)
         if check is None:
             check = checks[values.dtype] = host_check(definition, spec, values.dtype,
                                                       definition.key_spaces())
         check(values, may_warn)
-        if name in plan.indices:  # exact values were checked: the cast is safe
+        if indices and name in indices:  # exact values were checked: the cast is safe
             checked[name] = xp.astype(x, backend.index_dtype)
     if plan.relations:
         check_relations_on_host(definition, plan.relations, host, checked)

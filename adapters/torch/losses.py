@@ -48,6 +48,8 @@ DType: TypeAlias = str | torch.dtype | None
 Device: TypeAlias = str | torch.device | None
 
 
+_NO_PARAMS = NoParams()
+
 #: This adapter's class of each core definition (the front doors build by it).
 ADAPTED: dict[type[LossDefinition], type[XRiskLoss]] = {}
 
@@ -131,10 +133,31 @@ class XRiskLoss(LossContainer, nn.Module):
         self._write_state(new_state)
         return loss
 
+    @property
+    def state(self) -> Any:
+        """The current state as the core's NamedTuple of the buffers."""
+        # The buffers from their dict: getattr goes through nn.Module.__getattr__ and ours
+        # (two Python frames per entry, every step).
+        kind: Any = self.definition.state_type
+        buffers = self._buffers
+        return kind(*[buffers[name] if name in buffers else getattr(self, name)
+                      for name in kind._fields])
+
+    @property
+    def aux_params(self) -> Any:
+        """The trainable auxiliaries as the core's NamedTuple of the ``nn.Parameter``\\ s."""
+        kind: Any = self.definition.params_type
+        if kind is NoParams:  # most losses: no auxiliaries
+            return _NO_PARAMS
+        parameters = self._parameters
+        return kind(*[parameters[name] if name in parameters else getattr(self, name)
+                      for name in kind._fields])
+
     def _write_state(self, new_state: Any) -> None:
         """Copy the entries of ``new_state`` (the core's pure result) into the buffers."""
+        buffers: dict[str, Any] = self._buffers
         for name, value in zip(new_state._fields, new_state, strict=True):
-            buffer = getattr(self, name)
+            buffer = buffers[name] if name in buffers else getattr(self, name)
             if value is not buffer:  # the torch backend writes in place; keep that contract
                 with torch.no_grad():
                     buffer.copy_(value)
