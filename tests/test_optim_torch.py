@@ -98,13 +98,15 @@ def test_lr_schedulers_drive_group_lr():
     opt.load_state_dict(copy.deepcopy(opt.state_dict()))  # the scheduler's "initial_lr" too
 
 
-@pytest.mark.parametrize("name", ["SOAP", "PESG", "PDSCA"])
+@pytest.mark.parametrize("name", ["SOAP", "PESG", "PDSCA", "LARS"])
 def test_state_dict_resumes_exactly(name):
     def make():
         model = _model()
-        if name == "SOAP":
+        if name in ("SOAP", "LARS"):  # LARS: its momentum in its plan's flat buffer
             loss_fn = xr.APLoss(16, dtype="float64")
-            return model, loss_fn, xr.SOAP(model.parameters(), epoch_decay=0.01, amsgrad=True)
+            return model, loss_fn, (
+                xr.SOAP(model.parameters(), epoch_decay=0.01, amsgrad=True) if name == "SOAP"
+                else xr.LARS(model.parameters(), learning_rate=0.1, weight_decay=0.01))
         loss_fn = (xr.AUCMLoss if name == "PESG" else xr.CompositionalAUCLoss)(dtype="float64")
         return model, loss_fn, getattr(xr, name)(model.parameters(), loss_fn)
 
@@ -312,7 +314,11 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
             for i, grad in enumerate(step_grads):
                 values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
         plans = [plan for *_, made in opt._plans.values() for plan in made]
-        assert all(stop - start <= max(tile, 1) for plan in plans for start, stop, _ in plan.tiles)
+        # no temporary larger than a tile: a plan of one tile of all members (a step without
+        # scratch, see _scratch_free) has a scratch of no elements
+        assert all(stop - start <= max(tile, 1) for plan in plans if not plan.whole
+                   for start, stop, _ in plan.tiles)
+        assert all(plan.scratch.numel() == 0 for plan in plans if plan.whole)
         for param, value, slot in zip(params, values, slots):
             assert torch.equal(param.detach(), value), on_members
             for field, want in slot._asdict().items():
@@ -421,8 +427,7 @@ def test_a_tile_takes_one_operator_per_term_of_the_update(mode, monkeypatch):
     opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
     monkeypatch.setattr(xr_optim, "MEMBER_TILE", 0)
     ops = _step_ops(opt, params)
-    # the gradients; the counter and the step count, in one operator
-    moving = {"_foreach_copy_": 1, "_foreach_add_": 1}
+    moving = {"_foreach_copy_": 1, "fill_": 1, "add_": 1}  # the gradients; counter; step
     if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
         kernel = {"clamp_": 1, "_foreach_addcmul_": 2, "addcmul_": 1, "mul_": 1}
     else:  # clamp; d + wd·θ; β1·m + (1 - β1)·d; β2·v + (1 - β2)·d·d; √v/√c2 + ε; θ - step/den
@@ -430,6 +435,36 @@ def test_a_tile_takes_one_operator_per_term_of_the_update(mode, monkeypatch):
                   "add_": 2, "sqrt": 1, "div_": 1, "_foreach_addcdiv_": 1}
     expected = Counter(moving) + Counter(kernel)
     assert ops == expected, (ops, expected)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_a_step_without_scratch_takes_one_tile_of_all_members(momentum, monkeypatch):
+    """A momentum or plain SGD step whose direction is the gradient itself (no clip, no
+    weight decay or epoch decay: MIDAM's) reads the gradients where they are, so it needs no
+    scratch and steps all the members of a plan at once, however large: the same operators
+    as one small tile (the momentum's flat scale, its foreach update, the parameters'), not
+    a few per tile of TILE elements; bit for bit the core rule per tensor."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    params = _layers(1, 400, dtype=torch.float64)
+    assert sum(p.numel() for p in params) > xr_optim.SMALL_PLAN  # several tiles otherwise
+    opt = xr.SGD(params, learning_rate=0.1, momentum=momentum, clip_value=math.inf)
+    rule = opt.rule
+    values = [p.detach().clone() for p in params]
+    slots = [rule.init_slots(v)._replace(count=0) for v in values]
+    for step in range(3):
+        for param in params:
+            param.grad = torch.full_like(param, 0.1 * (step + 1))
+        with _OpNames() as mode:
+            opt.step()
+        for i, param in enumerate(params):
+            values[i], slots[i] = rule.update_param(param.grad, values[i], slots[i],
+                                                    rule.rates(step, lr=0.1))
+    ops = Counter(name for name in mode.names if name not in _VIEWS)
+    want = Counter(_foreach_addcmul_=2, mul_=1) if momentum else Counter(_foreach_addcmul_=1)
+    assert ops == want + Counter(fill_=1, add_=1), ops  # + the counter and the step count
+    assert [len(plan.tiles) for plan in opt._plans[0][2]] == [1]
+    for param, value in zip(params, values):
+        assert torch.equal(param.detach(), value)
 
 
 def test_a_gathering_tile_copies_the_members_in_and_out(monkeypatch):

@@ -197,18 +197,18 @@ class XRiskOptimizer(torch.optim.Optimizer):
         ascent_rates = None
         auxiliary_group = self._auxiliary_group()
         groups = self.param_groups
-        counted: list[tuple[_FlatPlan, str, int]] = []  # the plans' new counts (_advance)
         position = 0
         while position < len(groups):
             group = groups[position]
             rule = self._group_rule(group)
             flat = eager and rule.host_counters
             step = group["step"]
+            host_step = None
             if flat and type(rule).rates is not _STEPLESS_RATES:
                 # Rates that depend on the step (PDSCA's phase) from a Python int: the count
                 # lives on the CPU, so no device sync, and Python bools (the kernels'
                 # branches) instead of three operators per group; read once, then known
-                step = self._host_step(position, step)
+                step = host_step = self._host_step(position, step)
             rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
             last = position
             if flat:
@@ -220,17 +220,17 @@ class XRiskOptimizer(torch.optim.Optimizer):
                     params = [p for joined in groups[position:last + 1] for p in joined["params"]]
                     for stale in range(position + 1, last + 1):
                         self._plans.pop(stale, None)
-                self._update_flat(position, params, group["auxiliary"], rule, rates, counted)
+                self._update_flat(position, params, group["auxiliary"], rule, rates)
             else:
                 self._update_each(group["params"], rule, rates, group["auxiliary"], position)
             for stepped in groups[position:last + 1]:
                 if stepped is auxiliary_group:
                     ascent_rates = rates
-                if not eager:
-                    stepped["step"] += 1
+                stepped["step"] += 1
+            counted = group["step"]
+            if host_step is not None and isinstance(counted, torch.Tensor):  # see _host_step
+                self._known_steps[position] = (counted, counted._version, host_step + 1)
             position = last + 1
-        if eager:
-            self._advance(counted)
         if self._containers:
             self._ascend(ascent_rates)
         return loss
@@ -238,8 +238,9 @@ class XRiskOptimizer(torch.optim.Optimizer):
     def _host_step(self, position: int, step: Any) -> int:
         """The step count ``step`` of the group at ``position`` as a Python int: read once,
         then known for as long as the tensor is the group's and unchanged (its version
-        counter is the one :meth:`_advance` left: ``load_state_dict`` puts in another tensor,
-        an in-place write moves the counter), so the step reads no tensor."""
+        counter is the one the step's own ``+= 1`` left: ``load_state_dict`` puts in another
+        tensor, an in-place write moves the counter), so the step reads no tensor (on an
+        accelerator it would be a sync; on the CPU an operator)."""
         known = self._known_steps.get(position)
         if known is not None and known[0] is step and step._version == known[1]:
             return known[2]
@@ -247,43 +248,6 @@ class XRiskOptimizer(torch.optim.Optimizer):
         if isinstance(step, torch.Tensor):
             self._known_steps[position] = (step, step._version, value)
         return value
-
-    def _advance(self, counted: list[tuple[_FlatPlan, str, int]]) -> None:
-        """The eager step's last write: every group's step count + 1 and the plans' changed
-        counters (``counted``: plan, counter, new count) by their differences, in one
-        ``_foreach_add_`` per device (a CPU model: one operator, not one per group and
-        counter); then the host mirrors and the known versions follow."""
-        groups = self.param_groups
-        steps = [group["step"] for group in groups]
-        tensors = [plan.flats[name] for plan, name, _ in counted]
-        amounts = [count - plan.counters[name] for plan, name, count in counted]
-        tensor_steps = all(isinstance(step, torch.Tensor) for step in steps)
-        if tensor_steps:
-            tensors += steps
-            amounts += [1] * len(steps)
-        else:  # a step count set to a number by hand: counted as before, one by one
-            for group in groups:
-                group["step"] += 1
-        if tensors:
-            device = tensors[0].device
-            if all(tensor.device == device for tensor in tensors):
-                torch._foreach_add_(tensors, amounts)
-            else:
-                by_device: dict[torch.device, tuple[list[torch.Tensor], list[int]]] = {}
-                for tensor, amount in zip(tensors, amounts):
-                    pair = by_device.setdefault(tensor.device, ([], []))
-                    pair[0].append(tensor)
-                    pair[1].append(amount)
-                for pair in by_device.values():
-                    torch._foreach_add_(*pair)
-        for plan, name, count in counted:
-            plan.counters[name] = count
-            plan.versions[name] = plan.flats[name]._version
-        if tensor_steps:
-            for position, step in enumerate(steps):
-                known = self._known_steps.get(position)
-                if known is not None and known[0] is step:
-                    self._known_steps[position] = (step, step._version, known[2] + 1)
 
     def _update_each(self, params: Iterable[torch.Tensor], rule: UpdateRule, rates: Any,
                      auxiliary: bool, position: int | None = None) -> None:
@@ -310,11 +274,9 @@ class XRiskOptimizer(torch.optim.Optimizer):
             state.update((n, v) for n, v in slots._asdict().items() if v is not None)
 
     def _update_flat(self, position: int, params: list[torch.Tensor], auxiliary: bool,
-                     rule: UpdateRule, rates: Any,
-                     counted: list[tuple[_FlatPlan, str, int]]) -> None:
+                     rule: UpdateRule, rates: Any) -> None:
         """The core rule once per :class:`_FlatPlan` of the group at ``position`` (see there),
-        or of the groups from there that step alike (``params``: all their parameters); the
-        plans' new counts go to ``counted``, for :meth:`_advance`."""
+        or of the groups from there that step alike (``params``: all their parameters)."""
         found = self._plans.get(position)
         if found is None or not _plans_match(*found, params, rule, self.state):
             found = self._plans[position] = (
@@ -324,7 +286,7 @@ class XRiskOptimizer(torch.optim.Optimizer):
         for plan in plans:
             grads = list(map(_GRAD, plan.params))
             if all(map(operator.is_not, grads, repeat(None))):
-                plan.update(rule, rates, auxiliary, grads, counted)
+                plan.update(rule, rates, auxiliary, grads)
             else:  # the counters part ways: per tensor, new plans next step
                 rest.extend(p for p, grad in zip(plan.params, grads) if grad is not None)
         if rest:
@@ -536,12 +498,11 @@ class _FlatPlan:
         self.kind = (self.dtype, self.device)
         self.entries = _slot_getter(names)
         self.expected = [view for views in self.views for view in views.values()]
-        sizes = [p.numel() for p in params]
-        self.tiles = _tiles(sizes, _tile_length(sum(sizes)))
-        # Members read through a flat view at each step: those a tile slices (or holds
-        # alone); members gathered whole are copied as they are, no view needed.
-        self.sliced = sorted({i for _, _, pieces in self.tiles for i, a, b in pieces
-                              if len(pieces) == 1 or not (a == 0 and b == sizes[i])})
+        self.sizes = [p.numel() for p in params]
+        self.tiles: list[tuple[int, int, list[tuple[int, int, int]]]] = []
+        self.sliced: list[int] = []
+        self.whole = False  # one tile of all members (see _cut_tiles)
+        self._cut_tiles(whole=False)
         # Allocated at the first step: two tile vectors for the kernels, and two for the
         # values and gradients of the largest tile that gathers several parameters; with
         # them, each tile's views of the buffers (see :meth:`_prepare`).
@@ -566,6 +527,20 @@ class _FlatPlan:
         except (TypeError, KeyError):  # a member without state, or a slot missing
             return False
 
+    def _cut_tiles(self, whole: bool) -> None:
+        """The tiles (see :func:`_tiles`), or with ``whole`` one tile of all the members:
+        for a step that needs no scratch (:func:`_scratch_free`), stepped on the members,
+        the few operators of a step over the whole plan (MIDAM at 1 M parameters: 3 foreach
+        operators, not 3 operators and two views per tile of :data:`TILE`)."""
+        sizes = self.sizes
+        self.whole = whole
+        self.tiles = ([(0, sum(sizes), [(i, 0, size) for i, size in enumerate(sizes)])]
+                      if whole else _tiles(sizes, _tile_length(sum(sizes))))
+        # Members read through a flat view at each step: those a tile slices (or holds
+        # alone); members gathered whole are copied as they are, no view needed.
+        self.sliced = sorted({i for _, _, pieces in self.tiles for i, a, b in pieces
+                              if len(pieces) == 1 or not (a == 0 and b == sizes[i])})
+
     def _prepare(self, rule: UpdateRule, lists: bool) -> None:
         """Allocate the scratch and cut, once, every tile's views of it and of the slot
         buffers: they depend only on the plan (the buffers are fixed for its life), so a step
@@ -574,14 +549,19 @@ class _FlatPlan:
         With ``lists``, a tile of several whole members on the CPU, where the rule has a
         member kernel (:data:`_MEMBER_KERNELS`), is stepped on the members themselves (see
         :class:`_Members`); any other tile of several members is gathered into two vectors
-        and scattered back."""
-        lengths = [stop - start for start, stop, _ in self.tiles]
-        self.scratch = torch.empty((2, max(lengths)), dtype=self.dtype, device=self.device)
+        and scattered back. A step that needs no scratch, stepped so, takes one tile of all
+        the members (see :meth:`_cut_tiles`) and a scratch of no elements."""
         slots = {name: flat for name, flat in self.flats.items() if name not in self.counters}
-        sizes = [p.numel() for p in self.params]
+        sizes = self.sizes
         one = torch.ones((), dtype=self.dtype, device=self.device)  # see the kernels
         lists = (lists and self.device.type == "cpu" and _member_kernel(rule) is not None
                  and self.dtype in (torch.float32, torch.float64))
+        whole = (lists and len(sizes) > 1 and _scratch_free(rule)
+                 and _on_members([(i, 0, size) for i, size in enumerate(sizes)], sizes, rule))
+        if whole != self.whole:
+            self._cut_tiles(whole)
+        lengths = [0] if whole else [stop - start for start, stop, _ in self.tiles]
+        self.scratch = torch.empty((2, max(lengths)), dtype=self.dtype, device=self.device)
         gathers = [stop - start for start, stop, pieces in self.tiles
                    if len(pieces) > 1 and not (lists and _on_members(pieces, sizes, rule))]
         self.gathered = torch.empty((2, max(gathers, default=0)), dtype=self.dtype,
@@ -600,7 +580,8 @@ class _FlatPlan:
                 members = _Members(
                     None if indices == list(range(len(self.params))) else indices,
                     {name: _cut(flat, shapes) for name, flat in tile.items()},
-                    (_cut(scratch[0], shapes), _cut(scratch[1], shapes)), [one] * len(pieces))
+                    ([], []) if whole else (_cut(scratch[0], shapes), _cut(scratch[1], shapes)),
+                    [one] * len(pieces))
             elif len(pieces) > 1:  # the members' places in the gathered vectors, shaped alike
                 gathered = self.gathered[:, :stop - start]
                 offset = 0
@@ -615,15 +596,14 @@ class _FlatPlan:
                 tile, parts, cuts, members))
 
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool,
-               grads: list[torch.Tensor], counted: list[tuple[_FlatPlan, str, int]]) -> None:
-        """One step of the members, whose gradients are ``grads`` (all set); the counters
-        that change go to ``counted`` as (plan, name, new count), written by
-        :meth:`XRiskOptimizer._advance` (with the others, in one operator)."""
+               grads: list[torch.Tensor]) -> None:
+        """One step of the members, whose gradients are ``grads`` (all set)."""
         params = self.params
         kernel = _in_place_kernel(rule, self.dtype, grads, rates)
         if kernel is _pdsca_step_ and auxiliary and rates.ce_phase is True:
             return  # PDSCA's cross-entropy phase leaves its auxiliaries and counters alone
-        if self.scratch is None or (kernel is None and self.lists):  # gather from now on
+        if (self.scratch is None or (kernel is None and self.lists)  # gather from now on
+                or (self.whole and not _scratch_free(rule))):  # (a rule changed in the group)
             self._prepare(rule, lists=kernel is not None)
         # Flat views of the sliced members' live values and gradients (a copy where one is
         # not contiguous, e.g. channels_last; its parameter is written back at the end).
@@ -684,7 +664,10 @@ class _FlatPlan:
                 param.copy_(value.view(param.shape))
         for name, count in counters.items():
             if count != self.counters[name]:
-                counted.append((self, name, count))
+                flat = self.flats[name]
+                flat.fill_(count)
+                self.counters[name] = count
+                self.versions[name] = flat._version
 
 
 _NO_VIEWS: dict[int, torch.Tensor] = {}
@@ -893,6 +876,21 @@ def _pdsca_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
     return new
 
 
+def _scratch_free(rule: Any) -> bool:
+    """Whether the member step of ``rule`` (:func:`_clipped_step_members_`) needs no
+    scratch: a momentum or plain SGD step (not Nesterov's) whose direction is the gradient
+    itself (see :func:`_is_gradient`), as MIDAM's."""
+    return _rule_kernel(rule) is _clipped_step_ and _gradient_step(rule)
+
+
+def _gradient_step(rule: Any) -> bool:
+    """Whether a rule of :func:`_clipped_step_` takes a momentum or plain SGD step (not
+    Nesterov's) on the gradient itself (see :func:`_is_gradient`); the cheap test first
+    (this runs at every step of the member kernel)."""
+    return (rule.clip_value == math.inf and rule.mode != "adam" and not rule.nesterov
+            and _is_gradient(rule, 0.0 if rule.decoupled_weight_decay else rule.weight_decay))
+
+
 def _is_gradient(rule: Any, weight_decay: float) -> bool:
     """Whether the direction ``d`` of :func:`_direction_` is the gradient itself: no clip (at
     infinity it is the identity), no epoch decay, no coupled weight decay (MIDAM's
@@ -933,8 +931,7 @@ def _clipped_step_members_(rule: Any, grads: list[torch.Tensor], params: list[to
         torch._foreach_mul_(params, 1 - lr * rule.weight_decay)
     weight_decay = 0.0 if rule.decoupled_weight_decay else rule.weight_decay
     count = counters["count"]
-    if (rule.mode != "adam" and not rule.nesterov
-            and _is_gradient(rule, weight_decay)):
+    if _gradient_step(rule):
         # d is the gradients (MIDAM): foreach operators read them where they are, no copy
         # into the scratch (a pass of the four of MIDAM's step)
         if rule.momentum > 0:
