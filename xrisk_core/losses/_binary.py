@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .._grouping import KeyGroups, group_keys
 from .._typing import Array, in_dtype
 from ._base import Input, LossDefinition, Step
@@ -109,14 +111,34 @@ class BinaryLoss(LossDefinition):
         # Without per-sample state any non-negative index is accepted (it is not used).
         return {"sample": self.num_samples}
 
-    def positive_groups(self, step: Step, index: Array, positive: Array) -> KeyGroups:
+    def positive_groups(self, step: Step, index: Array, positive: Array,
+                        stride: int | None = None) -> KeyGroups:
         """The batch's positions grouped by dataset index, pooling the positives
         (:func:`xrisk._grouping.group_keys`; non-positive positions join the first
-        positive's group). ``index`` is the ``index`` input or an injective function of it
-        (the multi-label losses shift it per label), so the host's reading of that input, where
-        the checks made one, ranks it too (equal values stay equal, distinct ones distinct)."""
-        return group_keys(index, positive > 0, backend=step.backend, xp=step.xp,
-                          dtype=positive.dtype, host=step.host.get("index"))
+        positive's group). ``index`` is the ``index`` input (B,), so the host's reading of
+        that input, where the checks made one, ranks it too.
+
+        With ``stride`` (the multi-label losses: ``positive`` (K, B), one row per label
+        column), position (t, i) is keyed ``t * stride + index[i]``, its label's row of a
+        (label, sample) table, and the K * B positions are grouped at once, flattened label
+        by label. Keys of distinct labels differ, so every group is one label's, pooled in
+        the order of the single-label grouping; non-positive positions of every label join
+        the first positive of the batch (any label's): they only repeat its write.
+        """
+        xp = step.xp
+        host = step.host.get("index")
+        keys = index
+        if stride is not None:
+            labels = positive.shape[0]
+            offsets = xp.arange(labels, dtype=index.dtype, device=step.backend.device(index))
+            keys = xp.reshape(xp.expand_dims(offsets * stride, 1) + xp.expand_dims(index, 0),
+                              (-1,))
+            positive = xp.reshape(positive, (-1,))
+            if host is not None:  # the same shift of the host's reading: the same ranks
+                host = (np.arange(labels, dtype=np.int64)[:, None] * stride
+                        + np.reshape(host, (1, -1)).astype(np.int64)).reshape(-1)
+        return group_keys(keys, positive > 0, backend=step.backend, xp=xp,
+                          dtype=positive.dtype, host=host)
 
     def positive_rows(self, step: Step, index: Array, positive: Array) -> PositiveRows:
         """The rows of the positives of a batch (see :class:`PositiveRows`); ``index`` is the

@@ -153,31 +153,64 @@ class APLoss(BinaryLoss):
 
     def _loss(self, step: Step, state: APState, params: Any, scores: Array, labels: Array,
               index: Array) -> tuple[Array, APState]:
+        (loss,), new_state = self.label_losses(step, state, scores, labels, index)
+        return loss, new_state
+
+    def label_losses(self, step: Step, state: APState, scores: Array, labels: Array,
+                     index: Array, stride: int | None = None) -> tuple[list[Array], APState]:
+        """The SOAP step: each label's loss and the new state.
+
+        ``scores`` and ``labels`` (B,): one loss. With ``stride`` (the multi-label mean AP),
+        ``scores`` (B, K) and ``labels`` (B, K) hold K label columns, and column t's rows
+        of ``u`` are ``t * stride + index``: the K single-label steps in one, each label's
+        loss bit for bit the single-label step's on its column. Everything per position
+        (masks, the grouping of duplicates, the moving averages, the table's rows) runs
+        on all K * B positions at once; the (B, B) pair matrix, its matrix product and the
+        loss's sum stay per label, so each is the same operation on the same shape as in
+        the single-label step (a stacked (K, B, B) product or sum takes other kernel paths
+        and need not round alike).
+        """
         xp, stop = step.xp, step.stop
+        columns = None if stride is None else scores.shape[1]
+        if columns is not None:
+            labels = xp.matrix_transpose(labels)  # (K, B): label t's column in row t
         # Floating labels may hold NaN (a missing label of a multi-label column): such an
         # example is left out of every sum, as if it were not in the batch.
         positive, observed = positive_mask(labels, scores.dtype, xp)
-        batch = (axis_size(scores, dtype=scores.dtype) if observed is None
-                 else xp.clip(xp.sum(observed), 1, None))
-
-        # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any example.
-        # s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B negation.
-        pair = surrogate_loss(
-            self.surrogate, xp.expand_dims(scores, 0) + xp.expand_dims(-scores, 1),
-            margin=self.margin, scale=self.scale, xp=xp,
-        )  # (B, B)
-        # Both inner sums of every candidate, sum_j l_ij and sum_j l_ij y_j, in one (2, B) @
-        # (B, B) product: the fast path of matrix products (the (B, B) @ (B, 2) form is several
-        # times slower). Its gradient is the FCCO estimate below, so the pair matrix is
-        # reduced once, forward and backward.
+        if observed is None:
+            batch = axis_size(scores, dtype=scores.dtype)
+        else:  # per label (K,), or () for one: counts of 0/1, exact in any order
+            batch = xp.clip(xp.sum(observed, axis=-1), 1, None)
         members = xp.ones_like(positive) if observed is None else observed
-        sums = xp.stack([members, positive], axis=0) @ pair  # (2, B)
+
+        sums = []
+        for t in range(1 if columns is None else columns):
+            column = scores if columns is None else scores[:, t]
+            # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any
+            # example. s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B
+            # negation.
+            pair = surrogate_loss(
+                self.surrogate, xp.expand_dims(column, 0) + xp.expand_dims(-column, 1),
+                margin=self.margin, scale=self.scale, xp=xp,
+            )  # (B, B)
+            # Both inner sums of every candidate, sum_j l_ij and sum_j l_ij y_j, in one (2, B)
+            # @ (B, B) product: the fast path of matrix products (the (B, B) @ (B, 2) form is
+            # several times slower). Its gradient is the FCCO estimate below, so the pair
+            # matrix is reduced once, forward and backward.
+            inner = (xp.stack([members, positive], axis=0) if columns is None
+                     else xp.stack([members[t, ...], positive[t, ...]], axis=0))
+            sums.append(inner @ pair)  # (2, B)
+        every = sums[0] if columns is None else xp.stack(sums, axis=0)  # (2, B) / (K, 2, B)
 
         # The state is written for positives only, so only their rows are read and written;
         # positives that share a dataset index pool their estimates (the duplicate rule), and
         # every other position carries its group's row, so duplicates write equal rows.
-        groups = self.positive_groups(step, index, positive)
-        estimate = groups.mean(xp.matrix_transpose(stop(sums) / batch))  # (B, 2): u_all, u_pos
+        groups = self.positive_groups(step, index, positive, stride)
+        fresh = stop(every) / (batch if columns is None else xp.reshape(batch, (-1, 1, 1)))
+        fresh = xp.matrix_transpose(fresh)  # (B, 2) / (K, B, 2): u_all, u_pos per position
+        if columns is not None:
+            fresh = xp.reshape(fresh, (-1, 2))  # label by label, as the groups' positions
+        estimate = groups.mean(fresh)
         gathered = xp.take(state.u, groups.rows, axis=0)
         old = in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
@@ -190,6 +223,8 @@ class APLoss(BinaryLoss):
         # Weights from the stored (updated) estimators, in the scores' dtype.
         stored = in_dtype(new, scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
+        if columns is not None:
+            u_all, u_pos = xp.reshape(u_all, positive.shape), xp.reshape(u_pos, positive.shape)
         # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
         # tiny margin or a half-precision dtype underflows it: floor it at the square root of
         # the smallest normal number of the scores' dtype, so that u_all**2 stays normal and
@@ -200,7 +235,9 @@ class APLoss(BinaryLoss):
         # w_ij = (u_pos_i - u_all_i y_j) / u_all_i^2 for positives i, so
         # sum_ij w_ij l_ij = sum_i [u_pos_i sum_j l_ij - u_all_i sum_j l_ij y_j] / u_all_i^2.
         # (No stop-gradient needed: the estimators come from stop(sums) and the state.)
-        coefficients = xp.stack([u_pos, -u_all], axis=0) * xp.expand_dims(inverse, 0)
-        loss = xp.sum(coefficients * sums) / (xp.clip(xp.sum(positive), 1, None) * batch)
-        return loss, new_state
-
+        coefficients = xp.stack([u_pos, -u_all], axis=-2) * xp.expand_dims(inverse, -2)
+        scale = xp.clip(xp.sum(positive, axis=-1), 1, None) * batch  # () / (K,)
+        if columns is None:
+            return [xp.sum(coefficients * every) / scale], new_state
+        losses = [xp.sum(coefficients[t, ...] * sums[t]) / scale[t] for t in range(columns)]
+        return losses, new_state

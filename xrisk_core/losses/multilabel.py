@@ -186,8 +186,9 @@ class _PerLabelLoss(_MultiLabelLoss):
 
     ``self.inner`` is the single-label definition, built with ``num_samples = num_labels *
     num_samples`` so that its tables are the (label, sample) tables; its state type is this
-    loss's. Label t calls the inner math with the index shifted by ``t * num_samples`` and
-    the label's row of every global entry.
+    loss's. Label t runs the inner math with the index shifted by ``t * num_samples`` and
+    the label's row of every global entry: APLoss's ``label_losses`` with ``stride =
+    num_samples`` runs all labels in one call, the pAUC losses run label by label.
     """
 
     # The per-label tables: row t * num_samples + i of sample i for label t.
@@ -217,13 +218,29 @@ class _PerLabelLoss(_MultiLabelLoss):
               index: Array, task: Array | None) -> tuple[Array, Any]:
         xp = step.xp
         values, _, count = self._columns(step, scores, labels, task)
+        if isinstance(self.inner, APLoss):
+            # All K labels in one call of the single-label math (its ``stride`` form): the
+            # work per position runs on the K * B positions at once, the (B, B) pair work
+            # label by label, and labels never share a row. Each label's loss is the
+            # single-label loss on its column, bit for bit; they are added in label order,
+            # as label-by-label calls would be.
+            losses, new_state = self.inner.label_losses(step, state, scores, values, index,
+                                                        stride=self.num_samples)
+            total = losses[0]
+            for value in losses[1:]:
+                total = total + value
+            return total / count, new_state
+        # The pAUC losses, label by label: K is static, each label runs the single-label
+        # math (O(B^2)) on its own rows of the tables, and labels never share a row. (All
+        # labels at once would not keep every bit: their per-position exp and log round by
+        # position on TensorFlow and XLA, so duplicate positives' rows may differ in the
+        # last bit and the write's order picks one; XLA divides a vector, not a scalar, by a
+        # constant through its reciprocal.)
         per_label = {name for name, table in self.inner.state_tables().items()
                      if table.keys is None}
         tables = state._asdict()
         rows: dict[str, list[Array]] = {name: [] for name in per_label}
         total = None
-        # A Python loop over the labels: K is static, each label runs the single-label math
-        # (O(B^2)) on its own rows of the tables, and labels never share a row.
         for t in range(self.num_labels):
             inner_state = self.inner.state_type(**{
                 name: value[t, ...] if name in per_label else value
