@@ -152,3 +152,77 @@ def test_contrastive_negatives_are_compared_with_zero_once(name):
         loss_fn(*views, index)
     square = [op for op in ops.named("gt") if (batch, batch) in op[1]]
     assert len(square) == 1, square
+
+
+_SURROGATES = ["squared_hinge", "logistic", "barrier_hinge"]
+
+
+def _label_by_label(definition, step, state, scores, values, index):
+    """The multi-label step as K single-label steps (the loop it replaced): label t on
+    column t with the index shifted by t * num_samples and row t of every global entry."""
+    inner, samples = definition.inner, definition.num_samples
+    per_label = {name for name, table in inner.state_tables().items() if table.keys is None}
+    tables = state._asdict()
+    rows = {name: [] for name in per_label}
+    total = None
+    for t in range(definition.num_labels):
+        own = inner.state_type(**{name: value[t] if name in per_label else value
+                                  for name, value in tables.items()})
+        value, new = inner._loss(step, own, None, scores[:, t], values[:, t],
+                                 index + t * samples)
+        for name, entry in new._asdict().items():
+            if name in per_label:
+                rows[name].append(entry)
+            else:
+                tables[name] = entry
+        total = value if total is None else total + value
+    tables.update({name: torch.stack(entries) for name, entries in rows.items()})
+    return total / definition.num_labels, inner.state_type(**tables)
+
+
+@pytest.mark.parametrize("surrogate", _SURROGATES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_mean_ap_runs_every_label_at_once_with_each_labels_bits(surrogate, dtype):
+    """mAP groups, gathers and writes the rows of all K labels in one pass (its operators do
+    not grow with K but for the per-label pair work), and every loss, gradient and state bit
+    is that of K single-label APLoss steps, over three steps with missing labels, a label
+    without a positive and duplicate indices, with and without the host's reading of the
+    index."""
+    import xrisk
+    from xrisk.losses._base import Step
+
+    backend = get_backend("torch")
+    counts = {}
+    for labels_count in (2, 5):
+        definition = xrisk.meanAveragePrecisionLoss(labels_count, num_samples=6,
+                                                    surrogate=surrogate)
+        batch = 9
+        for host in (False, True):
+            states = [definition.init(xp=tx, dtype=dtype) for _ in range(2)]
+            for step_number in range(3):
+                rng = np.random.default_rng(10 * step_number + labels_count)
+                values = (rng.random((batch, labels_count)) < 0.4).astype(np.float64)
+                values[rng.random((batch, labels_count)) < 0.15] = np.nan  # missing labels
+                values[:, 0] = 0.0 if step_number == 1 else values[:, 0]  # no positive
+                index = rng.integers(0, 6, size=batch)  # duplicates
+                step = Step(backend, tx, None, {"index": index} if host else None)
+                drawn = rng.random((batch, labels_count))
+                results = []
+                for at_once, state in zip((True, False), states, strict=True):
+                    scores = torch.tensor(drawn, dtype=dtype, requires_grad=True)
+                    labels_t, index_t = torch.tensor(values, dtype=dtype), torch.tensor(index)
+                    if at_once:
+                        with _Ops() as ops:
+                            loss, new = definition._loss(step, state, None, scores, labels_t,
+                                                         index_t, None)
+                        counts.setdefault(labels_count, len(ops.named("index_add")))
+                    else:
+                        loss, new = _label_by_label(definition, step, state, scores,
+                                                    labels_t, index_t)
+                    grad, = torch.autograd.grad(loss, scores)
+                    results.append([loss, grad, *new])
+                    states[not at_once] = new
+                for got, want in zip(*results, strict=True):
+                    assert got.dtype == want.dtype and _bytes(got) == _bytes(want)
+    # the grouping's segment sums run once for all labels, whatever their number
+    assert counts[2] == counts[5], counts
