@@ -467,6 +467,44 @@ def test_a_step_without_scratch_takes_one_tile_of_all_members(momentum, monkeypa
         assert torch.equal(param.detach(), value)
 
 
+@pytest.mark.parametrize("name, options", [("SOAP", {"mode": "sgd"}), ("PDSCA", {}),
+                                           ("SGD", {"clip_value": math.inf, "momentum": 0.9})])
+def test_a_plan_of_gathered_and_member_tiles_steps_as_the_core(name, options, monkeypatch):
+    """A plan whose first tile gathers small members and a later one steps on its members
+    (each tile prepared with its own views: the member tile's scratch, unless the whole
+    plan takes one tile): the core rule per tensor, bit for bit, over 4 steps (both of
+    PDSCA's phases)."""
+    monkeypatch.setattr(xr_optim, "_tile_length", lambda total: 40)
+    monkeypatch.setattr(xr_optim, "MEMBER_TILE", 20)
+    monkeypatch.setattr(xr_optim, "MEMBER_SIZE", 0)
+    shapes = [(4,), (4,), (5, 7), (4, 5), (5, 4)]  # tiles: [4, 4] gathered, [35], [20, 20]
+    generator = torch.Generator().manual_seed(2)
+    params = [torch.randn(s, generator=generator, dtype=torch.float64).requires_grad_()
+              for s in shapes]
+    loss = [xr.CompositionalAUCLoss(k=1, dtype="float64")] if name == "PDSCA" else []
+    opt = getattr(xr, name)(params, *loss, learning_rate=0.1, **options)
+    rule = opt.rule
+    counters = [n for n, spec in rule.slot_specs().items() if spec.integer]
+    values = [p.detach().clone() for p in params]
+    slots = [rule.init_slots(v)._replace(**dict.fromkeys(counters, 0)) for v in values]
+    for step in range(4):
+        grads = [torch.randn(s, generator=generator, dtype=torch.float64) for s in shapes]
+        for param, grad in zip(params, grads):
+            param.grad = grad.clone()
+        for aux in (loss[0].a, loss[0].b, loss[0].alpha) if loss else ():
+            aux.grad = torch.ones_like(aux)
+        opt.step()
+        rates = rule.rates(step, lr=0.1, ce_lr=opt.param_groups[0].get("ce_learning_rate"))
+        for i, grad in enumerate(grads):
+            values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
+    plan = opt._plans[0][2][0]
+    kinds = [("members" if tile.members is not None else "gathered" if tile.gathered
+              is not None else "slice") for tile in plan.prepared]
+    assert kinds == (["members"] if name == "SGD" else ["gathered", "slice", "members"]), kinds
+    for param, value in zip(params, values):
+        assert torch.equal(param.detach(), value)
+
+
 def test_a_gathering_tile_copies_the_members_in_and_out(monkeypatch):
     """Where a tile of several members is not stepped on the members (here: bfloat16, whose
     rule computes in float32), it gathers their values and gradients and scatters the values

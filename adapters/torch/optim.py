@@ -556,11 +556,12 @@ class _FlatPlan:
         one = torch.ones((), dtype=self.dtype, device=self.device)  # see the kernels
         lists = (lists and self.device.type == "cpu" and _member_kernel(rule) is not None
                  and self.dtype in (torch.float32, torch.float64))
-        whole = (lists and len(sizes) > 1 and _scratch_free(rule)
-                 and _on_members([(i, 0, size) for i, size in enumerate(sizes)], sizes, rule))
-        if whole != self.whole:
-            self._cut_tiles(whole)
-        lengths = [0] if whole else [stop - start for start, stop, _ in self.tiles]
+        one_tile = (lists and len(sizes) > 1 and _scratch_free(rule)
+                    and _on_members([(i, 0, size) for i, size in enumerate(sizes)], sizes,
+                                    rule))
+        if one_tile != self.whole:
+            self._cut_tiles(one_tile)
+        lengths = [0] if one_tile else [stop - start for start, stop, _ in self.tiles]
         self.scratch = torch.empty((2, max(lengths)), dtype=self.dtype, device=self.device)
         gathers = [stop - start for start, stop, pieces in self.tiles
                    if len(pieces) > 1 and not (lists and _on_members(pieces, sizes, rule))]
@@ -580,7 +581,8 @@ class _FlatPlan:
                 members = _Members(
                     None if indices == list(range(len(self.params))) else indices,
                     {name: _cut(flat, shapes) for name, flat in tile.items()},
-                    ([], []) if whole else (_cut(scratch[0], shapes), _cut(scratch[1], shapes)),
+                    ([], []) if one_tile
+                    else (_cut(scratch[0], shapes), _cut(scratch[1], shapes)),
                     [one] * len(pieces))
             elif len(pieces) > 1:  # the members' places in the gathered vectors, shaped alike
                 gathered = self.gathered[:, :stop - start]
