@@ -224,7 +224,8 @@ class APLoss(BinaryLoss):
         stored = in_dtype(new, scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
         if columns is not None:
-            u_all, u_pos = xp.reshape(u_all, positive.shape), xp.reshape(u_pos, positive.shape)
+            # (K, B) with K static: a traced batch size is unknown (None) under tf.function
+            u_all, u_pos = xp.reshape(u_all, (columns, -1)), xp.reshape(u_pos, (columns, -1))
         # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
         # tiny margin or a half-precision dtype underflows it: floor it at the square root of
         # the smallest normal number of the scores' dtype, so that u_all**2 stays normal and
