@@ -542,6 +542,20 @@ def test_lars_steps_a_group_with_foreach_operators(monkeypatch):
         assert ops["_foreach_sub_"] == 1 and ops["where"] == 2, ops  # biases; the ratios
 
 
+def test_lars_plans_only_cpu_parameters():
+    """The plan's row-wise sums equal the per-tensor sums by ATen's CPU reduction; an
+    accelerator's kernels pick their order by shape, so a group elsewhere (here "meta", a
+    device that is not the CPU) keeps the per-tensor step, as the member path does."""
+    for device, planned in (("cpu", True), ("meta", False)):
+        params = [torch.nn.Parameter(torch.ones(3, 4, device=device)),
+                  torch.nn.Parameter(torch.ones(4, device=device))]
+        for param in params:
+            param.grad = torch.ones_like(param)
+        opt = xr.LARS(params, learning_rate=0.1)
+        plan = xr_optim._LarsPlan.make(params, opt.rule, opt.state)
+        assert (plan is not None) == planned, device
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_lars_plan_sums_equal_tensors_row_wise_as_the_core_sums_each(threads):
     """The plan sums the squares of equal-sized tensors as rows of one matrix: on one thread

@@ -1207,12 +1207,14 @@ class _LarsPlan:
         """The plan of ``params`` (all with a gradient), or None where it does not apply:
         an empty group, more than :data:`SMALL_PLAN` scaled elements (the scratch would
         outgrow the cache; :func:`_lars_group_step_` steps such a group tensor by tensor),
-        or a member the plan cannot take (see the class)."""
+        or a member the plan cannot take (see the class). CPU only, as the member path of
+        :class:`_FlatPlan`: the row-wise sums equal the per-tensor ones by ATen's CPU
+        reduction; an accelerator's reduction kernels pick their order by shape, unchecked."""
         if not params:
             return None
         kind = _KIND(params[0])
         grads = list(map(_GRAD, params))
-        if not (kind[0] in (torch.float32, torch.float64)
+        if not (kind[0] in (torch.float32, torch.float64) and kind[1].type == "cpu"
                 and all(map(operator.eq, map(_KIND, params), repeat(kind)))
                 and all(map(operator.eq, map(_KIND, grads), repeat(kind)))
                 and all(map(torch.Tensor.is_contiguous, params))
