@@ -62,15 +62,6 @@ def _where(condition: Any, x1: Any, x2: Any, /) -> Any:
     return _compat.where(condition, x1, x2)
 
 
-#: ``array_api_compat.torch`` with its hottest wrappers made direct calls. The core
-#: calls ``take``, ``clip``, ``where``, ``isdtype`` and ``finfo`` several times per step
-#: (and ``asarray`` of numpy keys in each stateful one), and an eager torch step is
-#: dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds three
-#: ops to wrap negative indices, which the core never passes (its gathers use validated or
-#: computed non-negative positions; a negative one still raises in ``index_select``), its
-#: ``clip`` inspects its bounds in Python before ``clamp``, and its ``where`` reconciles the
-#: dtypes of its operands even where they agree. A module object, so that ``torch.compile``
-#: traces through it as through compat's own module (a custom class breaks the graph).
 def _finfo(type_: Any, /) -> Any:
     # A torch dtype straight to torch.finfo (compat tries it first too, inside a try).
     return torch.finfo(type_) if isinstance(type_, torch.dtype) else _compat.finfo(type_)
@@ -87,6 +78,15 @@ def _isdtype(dtype: Any, kind: Any) -> bool:
     return _compat.isdtype(dtype, kind)
 
 
+#: ``array_api_compat.torch`` with its hottest wrappers made direct calls. The core
+#: calls ``take``, ``clip``, ``where``, ``isdtype`` and ``finfo`` several times per step
+#: (and ``asarray`` of numpy keys in each stateful one), and an eager torch step is
+#: dominated by per-op costs at the batch sizes users train with: compat's ``take`` adds three
+#: ops to wrap negative indices, which the core never passes (its gathers use validated or
+#: computed non-negative positions; a negative one still raises in ``index_select``), its
+#: ``clip`` inspects its bounds in Python before ``clamp``, and its ``where`` reconciles the
+#: dtypes of its operands even where they agree. A module object, so that ``torch.compile``
+#: traces through it as through compat's own module (a custom class breaks the graph).
 namespace = types.ModuleType("xrisk.backends.torch.namespace", __doc__)
 namespace.__dict__.update({k: v for k, v in vars(_compat).items() if not k.startswith("__")})
 namespace.__dict__.update(take=_take, clip=_clip, where=_where, asarray=_asarray, finfo=_finfo,
