@@ -187,8 +187,8 @@ class _PerLabelLoss(_MultiLabelLoss):
     ``self.inner`` is the single-label definition, built with ``num_samples = num_labels *
     num_samples`` so that its tables are the (label, sample) tables; its state type is this
     loss's. Label t runs the inner math with the index shifted by ``t * num_samples`` and
-    the label's row of every global entry: APLoss's ``label_losses`` with ``stride =
-    num_samples`` runs all labels in one call, the pAUC losses run label by label.
+    the label's row of every global entry (mAP's own ``_loss`` runs all labels in one call
+    of APLoss's ``label_losses``).
     """
 
     # The per-label tables: row t * num_samples + i of sample i for label t.
@@ -218,24 +218,12 @@ class _PerLabelLoss(_MultiLabelLoss):
               index: Array, task: Array | None) -> tuple[Array, Any]:
         xp = step.xp
         values, _, count = self._columns(step, scores, labels, task)
-        if isinstance(self.inner, APLoss):
-            # All K labels in one call of the single-label math (its ``stride`` form): the
-            # work per position runs on the K * B positions at once, the (B, B) pair work
-            # label by label, and labels never share a row. Each label's loss is the
-            # single-label loss on its column, bit for bit; they are added in label order,
-            # as label-by-label calls would be.
-            losses, new_state = self.inner.label_losses(step, state, scores, values, index,
-                                                        stride=self.num_samples)
-            total = losses[0]
-            for value in losses[1:]:
-                total = total + value
-            return total / count, new_state
-        # The pAUC losses, label by label: K is static, each label runs the single-label
-        # math (O(B^2)) on its own rows of the tables, and labels never share a row. (All
-        # labels at once would not keep every bit: their per-position exp and log round by
+        # Label by label: K is static, each label runs the single-label math (O(B^2)) on its
+        # own rows of the tables, and labels never share a row. (The pAUC losses, all labels
+        # at once, would not keep every bit: their per-position exp and log round by
         # position on TensorFlow and XLA, so duplicate positives' rows may differ in the
         # last bit and the write's order picks one; XLA divides a vector, not a scalar, by a
-        # constant through its reciprocal.)
+        # constant through its reciprocal. mAP runs them at once: see its _loss.)
         per_label = {name for name, table in self.inner.state_tables().items()
                      if table.keys is None}
         tables = state._asdict()
@@ -326,6 +314,8 @@ class meanAveragePrecisionLoss(_PerLabelLoss):  # noqa: N801  (LibAUC's name)
     [0.4118, 0.0, 0.8303, 0.0]
     """
 
+    inner: APLoss
+
     def __init__(self, num_labels: int, num_samples: int, *, gamma: float = 0.9,
                  margin: float = 1.0, surrogate: str = "squared_hinge",
                  scale: float = 1.0) -> None:
@@ -337,6 +327,20 @@ class meanAveragePrecisionLoss(_PerLabelLoss):  # noqa: N801  (LibAUC's name)
         self.gamma, self.margin = inner.gamma, inner.margin
         self.surrogate, self.scale = inner.surrogate, inner.scale
         self._bind_inner(inner)
+
+    def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
+              index: Array, task: Array | None) -> tuple[Array, Any]:
+        # All K labels in one call of APLoss's math (its ``stride`` form): the work per
+        # position runs on the K * B positions at once, the (B, B) pair work label by label,
+        # and labels never share a row. Each label's loss is the single-label loss on its
+        # column, bit for bit; they are added in label order, as label-by-label calls were.
+        values, _, count = self._columns(step, scores, labels, task)
+        losses, new_state = self.inner.label_losses(step, state, scores, values, index,
+                                                    stride=self.num_samples)
+        total = losses[0]
+        for value in losses[1:]:
+            total = total + value
+        return total / count, new_state
 
 
 # --------------------------------------------------------------------------- partial AUC
