@@ -35,7 +35,7 @@ from xrisk.adapter_api import (
     prepare_definition,
     refuse_assignment,
 )
-from xrisk.losses import NoParams
+from xrisk.losses import NO_PARAMS, NoParams
 from xrisk.losses.midam import midam_class
 from xrisk.losses.pauc import pauc_class
 
@@ -47,8 +47,6 @@ __all__ = ["XRiskLoss", *xrisk.LOSSES, "pAUCLoss", "MIDAMLoss"]
 DType: TypeAlias = str | torch.dtype | None
 Device: TypeAlias = str | torch.device | None
 
-
-_NO_PARAMS = NoParams()
 
 #: This adapter's class of each core definition (the front doors build by it).
 ADAPTED: dict[type[LossDefinition], type[XRiskLoss]] = {}
@@ -148,7 +146,7 @@ class XRiskLoss(LossContainer, nn.Module):
         """The trainable auxiliaries as the core's NamedTuple of the ``nn.Parameter``\\ s."""
         kind: Any = self.definition.params_type
         if kind is NoParams:  # most losses: no auxiliaries
-            return _NO_PARAMS
+            return NO_PARAMS
         parameters = self._parameters
         return kind(*[parameters[name] if name in parameters else getattr(self, name)
                       for name in kind._fields])
