@@ -66,7 +66,7 @@ def run_step(framework: str, definition, state: dict, params: dict, inputs: dict
     linear model from the features ``inputs`` holds for them."""
     if link not in LINKS:
         raise ValueError(f"link={link!r}; expected one of {LINKS}")
-    runner = {"torch": _torch, "jax": _jax, "tensorflow": _tensorflow,
+    runner = {"torch": _torch, "jax": _jax, "jax.jit": _jax, "tensorflow": _tensorflow,
               "numpy": _no_autodiff, "array_api_strict": _no_autodiff}[framework]
     kinds = {name: table.kind for name, table in definition.state_tables().items()}
     names = score_names(definition, inputs)
@@ -114,28 +114,49 @@ def _torch(framework, definition, state, params, inputs, names, w, link):
     )
 
 
-def _jax(framework, definition, state, params, inputs, names, w, link):
-    state_j = definition.state_type(**{k: jnp.asarray(v) for k, v in state.items()})
-    params_j = definition.params_type(**{k: jnp.asarray(v) for k, v in params.items()})
-    others = _others(inputs, names, jnp.asarray)
+def _jax_step(definition, names, link, state, params, features, others, w):
+    """One differentiated JAX step: the loss and new state, d/d each score input (by
+    ``value_and_grad``), d/dw (by JAX's own vjp of the model) and d/d each auxiliary. Eager
+    JAX compiles every primitive per new shape: one pass halves that cost."""
 
     def model(v):
-        made = {name: jnp.asarray(inputs[name]) @ v for name in names}
+        made = {name: features[name] @ v for name in names}
         return {k: jax.nn.sigmoid(m) for k, m in made.items()} if link == "sigmoid" else made
 
     def from_scores(scores, aux):
-        return definition.apply(state_j, **scores, **others, params=aux)
+        return definition.apply(definition.state_type(**state), **scores, **others,
+                                params=definition.params_type(**aux))
 
-    # One differentiated pass: d/ds by value_and_grad, d/dw by JAX's own vjp of the model.
-    # (Eager JAX compiles every primitive per new shape; one pass halves that cost.)
-    scores, pull_back = jax.vjp(model, jnp.asarray(w))
+    scores, pull_back = jax.vjp(model, w)
     (loss, new), (g_scores, g_params) = jax.value_and_grad(
-        from_scores, argnums=(0, 1), has_aux=True)(scores, params_j)
+        from_scores, argnums=(0, 1), has_aux=True)(scores, params)
     (g_weights,) = pull_back(g_scores)
+    return loss, g_scores, g_weights, g_params, new._asdict()
+
+
+#: One ``jax.jit`` of :func:`_jax_step` per (definition, score names, link): compiled once
+#: per input shape, as a JAX user's training step.
+_JITTED: dict[tuple, Any] = {}
+
+
+def _jax(framework, definition, state, params, inputs, names, w, link):
+    """``framework`` "jax" runs the step eagerly, "jax.jit" under ``jax.jit``."""
+    if framework == "jax.jit":
+        key = (definition, tuple(names), link)
+        if key not in _JITTED:
+            _JITTED[key] = jax.jit(lambda *args: _jax_step(definition, names, link, *args))
+        step = _JITTED[key]
+    else:
+        def step(*args):
+            return _jax_step(definition, names, link, *args)
+    loss, g_scores, g_weights, g_params, new = step(
+        {k: jnp.asarray(v) for k, v in state.items()},
+        {k: jnp.asarray(v) for k, v in params.items()},
+        {name: jnp.asarray(inputs[name]) for name in names},
+        _others(inputs, names, jnp.asarray), jnp.asarray(w))
     return StepResult(float(loss), {k: np.asarray(v) for k, v in g_scores.items()},
-                      np.asarray(g_weights),
-                      {k: np.asarray(v) for k, v in g_params._asdict().items()},
-                      {k: np.asarray(v) for k, v in new._asdict().items()})
+                      np.asarray(g_weights), {k: np.asarray(v) for k, v in g_params.items()},
+                      {k: np.asarray(v) for k, v in new.items()})
 
 
 def _tensorflow(framework, definition, state, params, inputs, names, w, link):
