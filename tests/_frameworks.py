@@ -134,23 +134,16 @@ def _jax_step(definition, names, link, state, params, features, others, w):
     return loss, g_scores, g_weights, g_params, new._asdict()
 
 
-#: One ``jax.jit`` of :func:`_jax_step` per (definition, score names, link): compiled once
-#: per input shape, as a JAX user's training step.
-_JITTED: dict[tuple, Any] = {}
+#: :func:`_jax_step` under ``jax.jit``, the definition, score names and link static: JAX's own
+#: cache compiles it once per (definition, input shapes), as a JAX user's training step.
+_jitted_step = jax.jit(_jax_step, static_argnums=(0, 1, 2))
 
 
 def _jax(framework, definition, state, params, inputs, names, w, link):
     """``framework`` "jax" runs the step eagerly, "jax.jit" under ``jax.jit``."""
-    if framework == "jax.jit":
-        key = (definition, tuple(names), link)
-        if key not in _JITTED:
-            _JITTED[key] = jax.jit(lambda *args: _jax_step(definition, names, link, *args))
-        step = _JITTED[key]
-    else:
-        def step(*args):
-            return _jax_step(definition, names, link, *args)
+    step = _jitted_step if framework == "jax.jit" else _jax_step
     loss, g_scores, g_weights, g_params, new = step(
-        {k: jnp.asarray(v) for k, v in state.items()},
+        definition, tuple(names), link, {k: jnp.asarray(v) for k, v in state.items()},
         {k: jnp.asarray(v) for k, v in params.items()},
         {name: jnp.asarray(inputs[name]) for name in names},
         _others(inputs, names, jnp.asarray), jnp.asarray(w))

@@ -50,7 +50,8 @@ ALL_BACKENDS = FRAMEWORKS + NO_AUTODIFF
 #: path of the host-side shortcuts): each compiled path is checked against the reference in
 #: one dtype, and tests/test_jit.py checks jit against eager. Eager JAX compiles every
 #: primitive for every new shape, about 2 s a shape here, against about 0.3 s for the whole
-#: jitted step: 2 of the suite's 10 minutes went to eager float32 JAX.
+#: jitted step (with test_grouping, test_mixed_dtypes and test_hardening_traced in one
+#: process: 5239 -> 3037 XLA compiles, 260 -> 184 s of CPU).
 FLOAT32_BACKENDS = tuple("jax.jit" if b == "jax" else b for b in ALL_BACKENDS)
 
 
