@@ -145,7 +145,9 @@ class SGDWithRuleExtras:
     (foreach operators, ``alpha=`` forms), the arithmetic that PESG's and PDSCA's rule adds to
     it: the gradient clipped to [-clip, clip], the epoch decay ``+ epoch_decay·(θ - θ_ref)``
     and the running sum of the iterates. It is "torch.optim doing the same arithmetic" for
-    those rows (the column ``/base+``): plain SGD does 4 passes over the parameters, this 8."""
+    those rows (the column ``/base+``): plain SGD does 4 passes over the parameters, this 8.
+    Its momentum is torch.optim's (μ·buf + (1 - dampening)·d), the same operators as the
+    rules' EMA ((1 - μ)·buf + μ·d)."""
 
     def __init__(self, params: list[torch.Tensor], *, clip: float, epoch_decay: float,
                  **sgd_kwargs: Any) -> None:
@@ -167,9 +169,9 @@ class SGDWithRuleExtras:
             torch._foreach_add_(self.iterate_sum, self.params)
 
 
-#: Rows whose rule does arithmetic torch.optim's SGD lacks: the ``SGDWithRuleExtras`` options.
-RULE_EXTRAS = {"PESG sgd": {"clip": 1.0, "epoch_decay": 2e-3},
-               "PDSCA": {"clip": 1.0, "epoch_decay": 2e-3}}
+#: Rows whose rule does arithmetic torch.optim's SGD lacks (timed also against
+#: ``SGDWithRuleExtras``, with the clip and epoch decay of the xrisk optimizer's own rule).
+RULE_EXTRAS = ("PESG sgd", "PDSCA")
 
 
 def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
@@ -194,8 +196,10 @@ def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
             steps[key] = getattr(module, name)(params, **kwargs).step
     steps["torch"] = baseline(with_gradients(model_fn(), 0), **baseline_kwargs).step
     if label in RULE_EXTRAS:
+        rule = steps["xrisk"].__self__.rule
         steps["torch+"] = SGDWithRuleExtras(with_gradients(model_fn(), 0),
-                                            **RULE_EXTRAS[label], **baseline_kwargs).step
+                                            clip=rule.clip_value, epoch_decay=rule.epoch_decay,
+                                            **baseline_kwargs).step
     steps = {key: steps[key] for key in ("xrisk", "old") if key in steps} | steps
     if libauc is not None:
         params = with_gradients(model_fn(), 0)
