@@ -260,10 +260,11 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     """The eager step (the in-place kernels on tiles of the flat parameter vector, tiles that
     split a parameter or gather several, or step several on the members themselves by
     foreach operators; LARS's on the group, by foreach operators or tensor by tensor through
-    its scratch) == the core rule's update_param per tensor with host counters, bit for bit:
-    parameters and every slot, over several steps, for every rule, in float64 and float32.
-    Each draw runs twice on the same inputs: every tile of whole members on its members,
-    then every one gathered."""
+    its scratch) == the core rule's update_param per tensor with host counters: parameters
+    and every slot, over several steps, for every rule; bit for bit in float64, and in
+    float32 (where the updates run as torch's fused kernels, one rounding per multiply-add)
+    to a few units in the last place. Each draw runs twice on the same inputs: every tile of
+    whole members on its members, then every one gathered."""
     name = data.draw(st.sampled_from(sorted(xrisk.OPTIMIZERS)))
     rule_type = xrisk.OPTIMIZERS[name]
     names = [n for n in inspect.signature(rule_type).parameters if n != "loss_fn"]
@@ -320,27 +321,43 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
                    for start, stop, _ in plan.tiles)
         assert all(plan.scratch.numel() == 0 for plan in plans if plan.whole)
         for param, value, slot in zip(params, values, slots):
-            assert torch.equal(param.detach(), value), on_members
+            _assert_update_equal(param.detach(), value, on_members)
             for field, want in slot._asdict().items():
                 if want is not None:
                     got = opt.state[param][field]
-                    assert (int(got) == want if field in counters else torch.equal(got, want)), (
-                        field, on_members)
+                    if field in counters:
+                        assert int(got) == want, (field, on_members)
+                    else:
+                        _assert_update_equal(got, want, (field, on_members))
+
+
+def _assert_update_equal(got, want, context):
+    """Bit for bit in float64; in float32 (torch's fused kernels: one rounding per
+    multiply-add where the core rounds twice) within a few units in the last place."""
+    if got.dtype == torch.float64:
+        assert torch.equal(got, want), context
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7, msg=str(context))
 
 
 @pytest.mark.parametrize("layers, width, soap, pesg", [
     (2, 8, False, False),    # 0.2 k elements: the step stays in the cache, gathering is cheaper
     (20, 60, True, False),   # 73 k, 1.8 k per tensor: PESG's two more foreach ops cost more
     (2, 200, True, True)])   # 80 k, 10 k per tensor
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_tiles_are_stepped_on_their_members_where_that_saves_time(layers, width, soap, pesg,
-                                                                   monkeypatch):
-    """A tile of whole members is stepped on them where it outgrows the cache (MEMBER_TILE
-    elements) and either the member step takes no more foreach operators than gathering
-    (SOAP) or the members are large on average (PESG, whose epoch decay takes two more)."""
+                                                                   dtype, monkeypatch):
+    """float64: a tile of whole members is stepped on them where it outgrows the cache
+    (MEMBER_TILE elements) and either the member step takes no more foreach operators than
+    gathering (SOAP) or the members are large on average (PESG, whose epoch decay takes two
+    more). float32 (fused kernels): always."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    params = _layers(layers, width)
+    params = _layers(layers, width, dtype=dtype)
     assert sum(p.numel() for p in params) <= xr_optim.SMALL_PLAN  # one tile
-    for opt, want in ((xr.SOAP(params), soap), (xr.PESG(params, xr.AUCMLoss()), pesg)):
+    if dtype == torch.float32:
+        soap = pesg = True
+    for opt, want in ((xr.SOAP(params), soap),
+                      (xr.PESG(params, xr.AUCMLoss(dtype=str(dtype)[6:])), pesg)):
         _step_ops(opt, params)
         tiles = opt._plans[0][2][0].prepared
         assert [tile.members is not None for tile in tiles] == [want], opt
@@ -416,25 +433,69 @@ def test_tiles_cover_the_members_in_order_and_gather_only_whole_ones(sizes, tile
 
 
 @pytest.mark.parametrize("mode", ["sgd", "adam"])
-def test_a_tile_takes_one_operator_per_term_of_the_update(mode, monkeypatch):
-    """Each ``x + c·y`` of the rule is one pass over the tile (``addcmul_`` with a 0-d one:
-    bit for bit the product and the sum, as the property test above checks): SOAP's SGD
-    (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides one copy of
-    the gradients. A tile of several whole members on the CPU is stepped on the members
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_tile_takes_one_operator_per_term_of_the_update(mode, dtype, monkeypatch):
+    """float64: each ``x + c·y`` of the rule is one pass over the tile (``addcmul_`` with a
+    0-d one: bit for bit the product and the sum, as the property test above checks): SOAP's
+    SGD (clip, weight decay, dampened momentum) is 5 passes, its Adam 13, besides one copy of
+    the gradients. float32: the update after the clip is one fused kernel, weight decay
+    included. A tile of several whole members on the CPU is stepped on the members
     themselves (foreach operators where a parameter takes part): no copy of the values in
     and back out (here for 5 small members too)."""
-    params = _layers(2)
+    params = _layers(2, dtype=dtype)
     opt = xr.SOAP(params, mode=mode, learning_rate=0.1)
     monkeypatch.setattr(xr_optim, "MEMBER_TILE", 0)
     ops = _step_ops(opt, params)
     moving = {"_foreach_copy_": 1, "fill_": 1, "add_": 1}  # the gradients; counter; step
-    if mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
+    if dtype == torch.float32:  # clamp; the fused update with wd·θ (+ Adam's step tensor)
+        kernel = {"clamp_": 1, "_fused_sgd_": 1} if mode == "sgd" else {
+            "clamp_": 1, "full": 1, "_fused_adam_": 1}
+    elif mode == "sgd":  # clamp; d + wd·θ; μ·buf; + (1 - dampening)·d; θ - lr·buf
         kernel = {"clamp_": 1, "_foreach_addcmul_": 2, "addcmul_": 1, "mul_": 1}
     else:  # clamp; d + wd·θ; β1·m + (1 - β1)·d; β2·v + (1 - β2)·d·d; √v/√c2 + ε; θ - step/den
         kernel = {"clamp_": 1, "_foreach_addcmul_": 1, "addcmul_": 1, "mul_": 3, "mul": 2,
                   "add_": 2, "sqrt": 1, "div_": 1, "_foreach_addcdiv_": 1}
     expected = Counter(moving) + Counter(kernel)
     assert ops == expected, (ops, expected)
+
+
+@pytest.mark.parametrize("name, options, baseline, baseline_options", [
+    ("Adam", {}, torch.optim.Adam, {}),
+    ("Adam", {"amsgrad": True, "weight_decay": 1e-2}, torch.optim.Adam,
+     {"amsgrad": True, "weight_decay": 1e-2}),
+    ("AdamW", {"weight_decay": 1e-2}, torch.optim.AdamW, {"weight_decay": 1e-2}),
+    ("SGD", {"momentum": 0.9, "learning_rate": 0.1}, torch.optim.SGD,
+     {"momentum": 0.9, "lr": 0.1}),
+    ("SGD", {"momentum": 0.9, "nesterov": True, "learning_rate": 0.1, "weight_decay": 1e-3},
+     torch.optim.SGD, {"momentum": 0.9, "nesterov": True, "lr": 0.1, "weight_decay": 1e-3}),
+    ("SGD", {"momentum": 0.0, "learning_rate": 0.1}, torch.optim.SGD, {"lr": 0.1}),
+])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseline_options,
+                                                 threads, monkeypatch):
+    """A float32 step runs torch's fused kernels on each whole parameter: where the rule's
+    arithmetic is torch.optim's (no clip; weight decay coupled, AdamW's decoupled, both in
+    the kernel as torch.optim has them), the parameters after 4 steps equal
+    ``torch.optim``'s with ``fused=True`` bit for bit, on one thread and with the tiles of
+    several (a tile of whole members is stepped on them, never gathered: a fused kernel's
+    bits depend on where an element falls in its vectors)."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    generator = torch.Generator().manual_seed(3)
+    initial = [torch.randn(s, generator=generator) for s in [(7, 5), (5,), (5, 3), (3,)]]
+    grads = [[torch.randn(v.shape, generator=generator) for v in initial] for _ in range(4)]
+    options = {"clip_value": math.inf, "weight_decay": 0.0} | options
+    results = {}
+    for who in ("xrisk", "torch"):
+        params = [v.clone().requires_grad_() for v in initial]
+        opt = (getattr(xr, name)(params, **options) if who == "xrisk"
+               else baseline(params, fused=True, **baseline_options))
+        for step_grads in grads:
+            for param, grad in zip(params, step_grads):
+                param.grad = grad.clone()
+            opt.step()
+        results[who] = [p.detach() for p in params]
+    for got, want in zip(results["xrisk"], results["torch"]):
+        assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
@@ -525,21 +586,55 @@ def test_lars_steps_a_group_with_foreach_operators(monkeypatch):
     + g; d·d, 2 sums; 7 for the ratios; d·q: 2; the update: 4; the step count). A larger
     group goes tensor by tensor: its two squared norms (a product into the scratch and a
     sum each, and d = g + wd·θ for the second), the trust ratios and the update as foreach
-    operators."""
+    operators. (float64: float32 takes the fused step, see the next test.)"""
     counts = []
     for layers in (1, 6):
-        params = _layers(layers)
+        params = _layers(layers, dtype=torch.float64)
         ops = _step_ops(xr.LARS(params, learning_rate=0.1, weight_decay=0.01), params)
         assert ops["sum"] == 4 and ops.total() == 24, ops
         counts.append(ops)
     assert counts[0] == counts[1], counts
     monkeypatch.setattr(xr_optim, "SMALL_PLAN", 0)
     for layers in (1, 6):
-        params = _layers(layers)
+        params = _layers(layers, dtype=torch.float64)
         ops = _step_ops(xr.LARS(params, learning_rate=0.1, weight_decay=0.01), params)
         scaled = layers + 1  # the weight matrices; the biases are excluded
         assert ops["sum"] == 2 * scaled and ops["mul"] >= 3 * scaled, ops
         assert ops["_foreach_sub_"] == 1 and ops["where"] == 2, ops  # biases; the ratios
+
+
+@pytest.mark.parametrize("momentum", [0.9, 0.0])
+def test_lars_steps_float32_by_fused_kernels(momentum):
+    """float32 LARS: the norms by ``torch._foreach_norm`` (no squares written out, no sums),
+    one fused SGD pass per scaled tensor (its own ``lr·q``) and one for all unscaled
+    tensors; the core rule's parameters and momentum to a few units in the last place over
+    3 steps. A step ``lr·q`` under ``_LARS_FUSED_LEAST_STEP`` (which the kernel could not
+    carry as ``1 - (1 - lr·q)``) takes the exact step instead."""
+    for tiny in (False, True):
+        params = _layers(3)  # 4 weight matrices, 4 biases
+        opt = xr.LARS(params, learning_rate=1e-9 if tiny else 0.1, weight_decay=0.01,
+                      momentum=momentum)
+        rule = opt.rule
+        values = [p.detach().clone() for p in params]
+        slots = [rule.init_slots(v) for v in values]
+        generator = torch.Generator().manual_seed(2)
+        for step in range(3):
+            grads = [torch.randn(p.shape, generator=generator) for p in params]
+            for param, grad in zip(params, grads):
+                param.grad = grad.clone()
+            with _OpNames() as mode:
+                opt.step()
+            for i, grad in enumerate(grads):
+                values[i], slots[i] = rule.update_param(
+                    grad, values[i], slots[i], rule.rates(step, lr=opt.param_groups[0]["lr"]))
+        ops = Counter(mode.names)
+        fused = 0 if tiny and momentum else 5  # 4 scaled, the biases together
+        assert ops["_fused_sgd_"] == fused and ops["_foreach_norm"] == 2, ops
+        assert (ops["sum"] == 0) == bool(fused), ops  # the exact step's norms: sums
+        for param, value, slot in zip(params, values, slots):
+            _assert_update_equal(param.detach(), value, tiny)
+            if momentum:
+                _assert_update_equal(opt.state[param]["momentum"], slot.momentum, tiny)
 
 
 def test_lars_plans_only_cpu_parameters():
@@ -561,8 +656,9 @@ def test_lars_plan_sums_equal_tensors_row_wise_as_the_core_sums_each(threads):
     """The plan sums the squares of equal-sized tensors as rows of one matrix: on one thread
     and for rows under ATen's reduction grain that is each tensor's own sum, bit for bit;
     on several threads a tensor of the grain or more is summed by the threads together
-    (other bits than a row), so it forms a block of its own. Float32, tensors of 1.2 and
-    0.4 times the grain: the core rule per tensor, bit for bit, over 3 steps."""
+    (other bits than a row), so it forms a block of its own. float64 (float32 takes the
+    fused step), tensors of 1.2 and 0.4 times the grain: the core rule per tensor, bit for
+    bit, over 3 steps."""
     kept = torch.get_num_threads()
     torch.set_num_threads(threads)  # ATen's own: the bits of its sums depend on it
     try:
@@ -576,14 +672,16 @@ def _check_lars_plan_sums(threads):
     for fraction in (1.2, 0.4):
         size = 8 * (int(fraction * xr_optim._SUM_GRAIN) // 8)
         shapes = [(size,), (size // 8, 8), (8, size // 8), (3, 7)]
-        params = [torch.randn(s, generator=generator).requires_grad_() for s in shapes]
+        params = [torch.randn(s, generator=generator, dtype=torch.float64).requires_grad_()
+                  for s in shapes]
         opt = xr.LARS(params, learning_rate=0.3, weight_decay=0.01, exclude_1d=False,
                       trust_coefficient=0.02)
         rule = opt.rule
         values = [p.detach().clone() for p in params]
         slots = [rule.init_slots(v) for v in values]
         for step in range(3):
-            grads = [torch.randn(s, generator=generator) * 10 ** step for s in shapes]
+            grads = [torch.randn(s, generator=generator, dtype=torch.float64) * 10 ** step
+                     for s in shapes]
             for param, grad in zip(params, grads):
                 param.grad = grad.clone()
             opt.step()
@@ -656,20 +754,27 @@ def test_min_max_steps_read_the_step_once_and_take_no_views_of_the_auxiliaries(n
         assert alpha_written == (name == "PESG" or step % 4 >= 2), (step, ops)
 
 
-def test_pdsca_s_cross_entropy_phase_leaves_a_and_b_alone():
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_pdsca_s_cross_entropy_phase_leaves_a_and_b_alone(dtype):
     """In PDSCA's cross-entropy phase the loss's a and b keep their values and counters: the
-    step does not touch them (no gathering and scattering back, no direction computed for
-    nothing); in the AUC phase they move. (Versions read outside an operator-recording
-    mode: under one, foreach operators leave version counters alone.)"""
-    params = _layers(2)
-    loss = xr.CompositionalAUCLoss(k=2)
+    step does not touch them (float64: no write at all, no gathering and scattering back, no
+    direction computed for nothing, by their version counters; float32's fused kernels leave
+    version counters alone, so there by their values); in the AUC phase they move.
+    (Versions read outside an operator-recording mode: under one, foreach operators leave
+    version counters alone.)"""
+    params = _layers(2, dtype=getattr(torch, dtype))
+    loss = xr.CompositionalAUCLoss(k=2, dtype=dtype)
     opt = xr.PDSCA(params, loss, epoch_decay=1e-3)
     for step in range(8):
         for param in [*params, loss.a, loss.b, loss.alpha]:
             param.grad = torch.full_like(param, 0.1)
         versions = [loss.a._version, loss.b._version]
+        values = [loss.a.detach().clone(), loss.b.detach().clone()]
         opt.step()
-        moved = [loss.a._version != versions[0], loss.b._version != versions[1]]
+        if dtype == "float64":
+            moved = [loss.a._version != versions[0], loss.b._version != versions[1]]
+            assert moved == [step % 4 >= 2] * 2, step
+        moved = [not torch.equal(loss.a, values[0]), not torch.equal(loss.b, values[1])]
         assert moved == [step % 4 >= 2] * 2, step
 
 
