@@ -1255,21 +1255,25 @@ _LARS_FUSED_LEAST_STEP = 1e-8
 
 def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
                       state: dict[torch.Tensor, Slots], lr: float) -> list[torch.Tensor]:
-    """:meth:`xrisk.optim.LARS.update_param` on the float32 parameters of ``params`` (see
-    :func:`_fuses`; contiguous, with float32 gradients) by torch's fused kernels; returns
-    the others. The norms by ``torch._foreach_norm`` (one pass each, not the core's
-    ``sum(θ·θ)``), the trust ratios at once; then each scaled tensor's ``buf ← μ·buf +
-    (lr·q)·d``, ``θ ← θ - buf`` as one fused SGD pass (momentum μ, new weight ``lr·q``, rate
-    1) and the unscaled tensors' (``q = 1``) as one call for them all: 7 passes over a
-    scaled tensor where the exact step makes 16. float32 to a few units in the last place,
-    as the other fused steps."""
-    if type(rule).update_param is not _LARS_UPDATE or not params:
+    """:meth:`xrisk.optim.LARS.update_param` on the float32 CPU parameters of ``params``
+    (contiguous, with float32 gradients; on an accelerator reading the norms to the host
+    would be a sync) by torch's fused kernels; returns the others.
+
+    The norms by ``torch._foreach_norm`` (one pass each, not the core's ``sum(θ·θ)``), the
+    trust ratios on the host; then each scaled tensor's ``buf ← μ·buf + (lr·q)·d``,
+    ``θ ← θ - buf`` as one fused SGD pass (momentum μ, new weight ``lr·q``, rate 1) and the
+    unscaled tensors' (``q = 1``) as one call for them all: 7 passes over a scaled tensor
+    where the exact step makes 16. float32 to a few units in the last place, as the other
+    fused steps (see :func:`_fuses`)."""
+    if (type(rule).update_param is not _LARS_UPDATE or not params
+            or torch.compiler.is_compiling()):
         return params
     done: list[torch.Tensor] = []
     others: list[torch.Tensor] = []
     for param in params:
         grad = param.grad
-        if (_fuses(param) and param.is_contiguous() and grad is not None
+        if (param.dtype is torch.float32 and param.device.type == "cpu"
+                and param.is_contiguous() and grad is not None
                 and grad.dtype is torch.float32 and grad.device == param.device):
             done.append(param)
         else:
@@ -1296,13 +1300,14 @@ def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
         grads = [_grad(p) for p in scaled]
         directions = (torch._foreach_add(grads, scaled, alpha=rule.weight_decay)
                       if rule.weight_decay > 0 else grads)
-        norms = torch.stack([*torch._foreach_norm(scaled), *torch._foreach_norm(directions)])
-        p_norm, d_norm = norms.view(2, -1)
-        trusted = (p_norm > 0) & (d_norm > 0)
-        ratio = rule.trust_coefficient * p_norm / torch.where(trusted, d_norm,
-                                                             torch.ones_like(d_norm))
-        factors = torch.where(trusted, ratio, torch.ones_like(ratio)).tolist()
-        for param, direction, factor in zip(scaled, directions, factors):
+        # the trust ratios on the host, in double precision (a handful of numbers: a dozen
+        # small operators' dispatch saved; the fused kernel takes lr·q as a double anyway)
+        norms = torch.stack([*torch._foreach_norm(scaled),
+                             *torch._foreach_norm(directions)]).tolist()
+        trust = rule.trust_coefficient
+        for param, direction, p_norm, d_norm in zip(scaled, directions, norms[:len(scaled)],
+                                                    norms[len(scaled):]):
+            factor = trust * p_norm / d_norm if p_norm > 0 and d_norm > 0 else 1.0
             if lr * factor >= _LARS_FUSED_LEAST_STEP or momentum <= 0:
                 fused([param], [direction], lr * factor)
             else:
