@@ -1,8 +1,9 @@
 """Time and peak memory of one ``optimizer.step()`` of the xrisk torch optimizers.
 
-Each xrisk optimizer is timed against ``torch.optim`` doing the same arithmetic with
+Each xrisk optimizer is timed against ``torch.optim``'s nearest optimizer with
 ``foreach=True`` (Adam for the Adam modes, AdamW for AdamW, momentum SGD for the SGD modes,
-PESG, PDSCA, MIDAM and LARS) and against LibAUC 2.0.1's optimizer of the same name, on an MLP
+PESG, PDSCA, MIDAM and LARS; the column ``/base``), against torch.optim doing the rule's own
+arithmetic (``/base+``, below) and against LibAUC 2.0.1's optimizer of the same name, on an MLP
 and a small conv net (with batch norms: many small tensors) of about 0.1 M, 1 M and 10 M
 float32 parameters (``--large`` adds 25 M), with fixed random gradients, one thread and all
 threads::
@@ -17,11 +18,13 @@ threads::
 The three optimizers of a row run in alternation (round 1 of each, then round 2, ...; each
 round starts with the next one, so none always runs after the same other) on three copies of
 the model; the ratios are medians over the rounds of the paired ratios (xrisk / torch.optim,
-xrisk / LibAUC). Targets: xrisk <= 1.1x torch.optim and <= 0.8x LibAUC. PESG's and PDSCA's
-rule does arithmetic momentum SGD lacks (a clip, an epoch decay, a sum of the iterates): their
-rows also time :class:`SGDWithRuleExtras`, torch.optim's SGD with that arithmetic added in
-torch.optim's own style, and print xrisk / it as ``/base+`` (not a target: a reading of
-"torch.optim doing the same arithmetic" for those rules). ``--old`` adds a
+xrisk / LibAUC). Targets: xrisk <= 1.1x torch.optim doing the same arithmetic and <= 0.8x
+LibAUC. The rules do arithmetic torch.optim's Adam and SGD lack: the clipped ones clip the
+gradient, PESG and PDSCA add an epoch decay and sum the iterates, LARS scales each tensor's
+step by a trust ratio. Those rows also time :class:`WithRuleExtras` (the baseline with that
+arithmetic added in torch.optim's own style) or :class:`ForeachLARS` and print xrisk / it as
+``/base+``; the verdict reads ``/base+`` where it is printed, ``/base`` elsewhere (MIDAM:
+momentum SGD on the gradient is its arithmetic). ``--old`` adds a
 fourth: the same optimizer from another copy of ``adapters/torch/optim.py`` (e.g. from git
 history), with the paired ratio xrisk / old in the column ``/old``.
 
@@ -61,6 +64,7 @@ _LIBC.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
 
 import torch  # noqa: E402
 
+import xrisk  # noqa: E402
 import xrisk.torch as xr  # noqa: E402
 
 SIZES = (100_000, 1_000_000, 10_000_000)
@@ -140,38 +144,101 @@ def aux_gradients(loss: Any) -> None:
         tensor.grad = torch.full_like(tensor, 0.01)
 
 
-class SGDWithRuleExtras:
-    """torch.optim's momentum SGD (foreach) plus, written as torch.optim writes its updates
-    (foreach operators, ``alpha=`` forms), the arithmetic that PESG's and PDSCA's rule adds to
-    it: the gradient clipped to [-clip, clip], the epoch decay ``+ epoch_decay·(θ - θ_ref)``
-    and the running sum of the iterates. It is "torch.optim doing the same arithmetic" for
-    those rows (the column ``/base+``): plain SGD does 4 passes over the parameters, this 8.
-    Its momentum is torch.optim's (μ·buf + (1 - dampening)·d), the same operators as the
-    rules' EMA ((1 - μ)·buf + μ·d)."""
+class WithRuleExtras:
+    """A torch.optim optimizer (foreach) plus, written as torch.optim writes its updates
+    (foreach operators, ``alpha=`` forms, in place on the gradients as
+    ``torch.nn.utils.clip_grad_value_`` does), the arithmetic an xrisk rule adds to it: the
+    gradient clipped to [-clip, clip], PESG's and PDSCA's epoch decay ``+ epoch_decay·(θ -
+    θ_ref)`` and the running sum of the iterates. It is "torch.optim doing the same
+    arithmetic" (the column ``/base+``): plain momentum SGD does 4 passes over the
+    parameters, with PESG's extras 8. torch.optim's momentum (μ·buf + (1 - dampening)·d)
+    takes the same operators as the rules' EMA ((1 - μ)·buf + μ·d)."""
 
-    def __init__(self, params: list[torch.Tensor], *, clip: float, epoch_decay: float,
-                 **sgd_kwargs: Any) -> None:
-        self.params = params
-        self.sgd = torch.optim.SGD(params, **sgd_kwargs)
+    def __init__(self, optimizer: torch.optim.Optimizer, *, clip: float,
+                 epoch_decay: float) -> None:
+        self.optimizer = optimizer
+        self.params = [p for group in optimizer.param_groups for p in group["params"]]
         self.clip, self.epoch_decay = clip, epoch_decay
-        self.reference = [p.detach().clone() for p in params]
-        self.iterate_sum = [torch.zeros_like(p) for p in params]
+        self.reference = [p.detach().clone() for p in self.params] if epoch_decay else []
+        self.iterate_sum = [torch.zeros_like(p) for p in self.params] if epoch_decay else []
 
     def step(self) -> None:
         with torch.no_grad():
             grads = [p.grad for p in self.params]
-            torch._foreach_clamp_min_(grads, -self.clip)
-            torch._foreach_clamp_max_(grads, self.clip)
+            if self.clip != math.inf:
+                torch._foreach_clamp_min_(grads, -self.clip)
+                torch._foreach_clamp_max_(grads, self.clip)
             if self.epoch_decay > 0:
                 torch._foreach_add_(grads, torch._foreach_sub(self.params, self.reference),
                                     alpha=self.epoch_decay)
-            self.sgd.step()
-            torch._foreach_add_(self.iterate_sum, self.params)
+            self.optimizer.step()
+            if self.epoch_decay > 0:
+                torch._foreach_add_(self.iterate_sum, self.params)
 
 
-#: Rows whose rule does arithmetic torch.optim's SGD lacks (timed also against
-#: ``SGDWithRuleExtras``, with the clip and epoch decay of the xrisk optimizer's own rule).
-RULE_EXTRAS = ("PESG sgd", "PDSCA")
+class ForeachLARS:
+    """LARS (:class:`xrisk.optim.LARS`'s arithmetic: ``d = g + λθ``, ``q = c‖θ‖/‖d‖``,
+    ``buf ← μ·buf + η·q·d``, ``θ ← θ - buf``; vectors and scalars unscaled) written as
+    torch.optim writes an optimizer: foreach operators, ``torch._foreach_norm`` for the
+    norms, the direction a new list of tensors (torch.optim's SGD makes one for its weight
+    decay too). torch.optim has no LARS: this is "torch.optim doing the same arithmetic"
+    for the LARS row (the column ``/base+``)."""
+
+    def __init__(self, params: list[torch.Tensor], *, lr: float, momentum: float,
+                 weight_decay: float, trust_coefficient: float, exclude_1d: bool) -> None:
+        self.scaled = [p for p in params if not (exclude_1d and p.ndim <= 1)]
+        self.plain = [p for p in params if exclude_1d and p.ndim <= 1]
+        self.lr, self.momentum = lr, momentum
+        self.weight_decay, self.trust = weight_decay, trust_coefficient
+        self.buffers: list[torch.Tensor] = []
+
+    def step(self) -> None:
+        with torch.no_grad():
+            grads = [p.grad for p in self.scaled]
+            decayed = (torch._foreach_add(grads, self.scaled, alpha=self.weight_decay)
+                       if self.weight_decay > 0 else grads)
+            p_norms = torch.stack(torch._foreach_norm(self.scaled))
+            d_norms = torch.stack(torch._foreach_norm(decayed))
+            trusted = (p_norms > 0) & (d_norms > 0)
+            factors = torch.where(trusted, self.trust * p_norms / torch.where(
+                trusted, d_norms, torch.ones_like(d_norms)), torch.ones_like(p_norms))
+            scalars = (factors * self.lr).tolist()
+            if decayed is grads:  # a new list: the gradients stay the caller's
+                directions = torch._foreach_mul(grads, scalars)
+            else:
+                directions = decayed
+                torch._foreach_mul_(directions, scalars)
+            directions += torch._foreach_mul([p.grad for p in self.plain], self.lr)
+            params = self.scaled + self.plain
+            if self.momentum <= 0:
+                torch._foreach_sub_(params, directions)
+            elif not self.buffers:
+                self.buffers = directions
+                torch._foreach_sub_(params, self.buffers)
+            else:
+                torch._foreach_mul_(self.buffers, self.momentum)
+                torch._foreach_add_(self.buffers, directions)
+                torch._foreach_sub_(params, self.buffers)
+
+
+def same_arithmetic(label: str, rule: Any, model: torch.nn.Module,
+                    baseline: tuple[type, dict[str, Any]]) -> Callable[[], Any] | None:
+    """The step of torch.optim doing ``rule``'s arithmetic on ``model`` (the column
+    ``/base+``), or None where the baseline does it already (MIDAM: momentum SGD on the
+    gradient)."""
+    params = with_gradients(model, 0)
+    if label == "LARS":
+        return ForeachLARS(params, lr=rule.learning_rate, momentum=rule.momentum,
+                           weight_decay=rule.weight_decay,
+                           trust_coefficient=rule.trust_coefficient,
+                           exclude_1d=rule.exclude_1d).step
+    clip = getattr(rule, "clip_value", math.inf)
+    epoch_decay = getattr(rule, "epoch_decay", 0.0)
+    if clip == math.inf and epoch_decay <= 0:
+        return None
+    optimizer_class, kwargs = baseline
+    return WithRuleExtras(optimizer_class(params, **kwargs), clip=clip,
+                          epoch_decay=epoch_decay).step
 
 
 def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
@@ -195,11 +262,10 @@ def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
         else:
             steps[key] = getattr(module, name)(params, **kwargs).step
     steps["torch"] = baseline(with_gradients(model_fn(), 0), **baseline_kwargs).step
-    if label in RULE_EXTRAS:
-        rule = steps["xrisk"].__self__.rule
-        steps["torch+"] = SGDWithRuleExtras(with_gradients(model_fn(), 0),
-                                            clip=rule.clip_value, epoch_decay=rule.epoch_decay,
-                                            **baseline_kwargs).step
+    plus = same_arithmetic(label, steps["xrisk"].__self__.rule, model_fn(),
+                           (baseline, baseline_kwargs))
+    if plus is not None:
+        steps["torch+"] = plus
     steps = {key: steps[key] for key in ("xrisk", "old") if key in steps} | steps
     if libauc is not None:
         params = with_gradients(model_fn(), 0)
@@ -266,9 +332,11 @@ def mlp_shapes(num_params: int) -> list[tuple[int, ...]]:
 
 
 def jax_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
-    """``{"xrisk SOAP adam": step, "optax": step, ...}``: ``jax.jit`` steps (update and
-    apply, state donated) of xrisk's SOAP against ``optax.adam`` / ``optax.sgd`` with the same
-    weight decay (optax.add_decayed_weights), on fixed random gradients."""
+    """``{"SOAP adam|xrisk": step, "SOAP adam|optax": step, "SOAP adam|optax+": step, ...}``:
+    ``jax.jit`` steps (update and apply, state donated) of xrisk's SOAP against
+    ``optax.adam`` / ``optax.sgd`` with the same weight decay (optax.add_decayed_weights),
+    and (``+``) with SOAP's clip too (optax.clip: the same arithmetic), on fixed random
+    gradients."""
     import jax
     import jax.numpy as jnp
     import optax
@@ -278,15 +346,16 @@ def jax_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     keys = jax.random.split(jax.random.key(0), len(shapes))
     params = [jax.random.normal(k, s, jnp.float32) * 0.1 for k, s in zip(keys, shapes)]
     grads = [g * 0.01 for g in params]
+    clip = xrisk.SOAP().clip_value
     pairs = {
-        "SOAP adam": (xj.SOAP(learning_rate=1e-3),
-                      optax.chain(optax.add_decayed_weights(1e-5), optax.adam(1e-3))),
-        "SOAP sgd": (xj.SOAP(learning_rate=0.1, mode="sgd"),
-                     optax.chain(optax.add_decayed_weights(1e-5), optax.sgd(0.1, 0.9))),
+        "SOAP adam": (xj.SOAP(learning_rate=1e-3), optax.adam(1e-3)),
+        "SOAP sgd": (xj.SOAP(learning_rate=0.1, mode="sgd"), optax.sgd(0.1, 0.9)),
     }
     steps: dict[str, Callable[[], Any]] = {}
-    for label, transformations in pairs.items():
-        for who, transformation in zip(("xrisk", "optax"), transformations):
+    for label, (ours, theirs) in pairs.items():
+        decayed = optax.chain(optax.add_decayed_weights(1e-5), theirs)
+        clipped = optax.chain(optax.clip(clip), optax.add_decayed_weights(1e-5), theirs)
+        for who, transformation in (("xrisk", ours), ("optax", decayed), ("optax+", clipped)):
             @functools.partial(jax.jit, donate_argnums=(0, 1))
             def step(params, state, transformation=transformation):
                 updates, state = transformation.update(grads, state, params)
@@ -309,7 +378,8 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     gradients (``fn``), ``model.train_on_batch`` (``fit``: the compiled train step of
     ``model.fit``, no XLA on a CPU-only machine, fresh gradients each step; an MLP of the
     same layers, batch 8, so the optimizer dominates) and ``apply_gradients`` eagerly
-    (``eager``). TensorFlow's default CPU allocator maps every new full-size tensor afresh
+    (``eager``); ``Keras+`` is Keras's optimizer with the xrisk rule's clip (``clipvalue``: the
+    same arithmetic). TensorFlow's default CPU allocator maps every new full-size tensor afresh
     and gives it back when freed, so its first touch page-faults: an optimizer pays for
     each new full-size tensor it makes (``TF_CPU_ALLOCATOR_USE_BFC=true`` keeps them)."""
     import keras
@@ -319,13 +389,19 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     import xrisk.tensorflow as xt
 
     generator = tf.random.Generator.from_seed(0)
+    clip = xrisk.SOAP().clip_value
+    if xrisk.Adam().clip_value != clip:
+        raise RuntimeError("xrisk.Adam's default clip is not SOAP's: give Keras+ its own")
     pairs = {
         "SOAP adam": (lambda: xt.SOAP(learning_rate=1e-3, weight_decay=0.0),
-                      lambda: keras.optimizers.Adam(1e-3)),
-        "Adam": (lambda: xt.Adam(learning_rate=1e-3), lambda: keras.optimizers.Adam(1e-3)),
+                      lambda: keras.optimizers.Adam(1e-3),
+                      lambda: keras.optimizers.Adam(1e-3, clipvalue=clip)),
+        "Adam": (lambda: xt.Adam(learning_rate=1e-3), lambda: keras.optimizers.Adam(1e-3),
+                 lambda: keras.optimizers.Adam(1e-3, clipvalue=clip)),
         "SOAP sgd": (lambda: xt.SOAP(learning_rate=0.1, mode="sgd", weight_decay=0.0,
                                      dampening=0.0),
-                     lambda: keras.optimizers.SGD(0.1, momentum=0.9)),
+                     lambda: keras.optimizers.SGD(0.1, momentum=0.9),
+                     lambda: keras.optimizers.SGD(0.1, momentum=0.9, clipvalue=clip)),
     }
     width = shapes[0][0]
     inputs = np.random.default_rng(0).normal(size=(8, width)).astype("float32")
@@ -333,7 +409,7 @@ def keras_steps(shapes: list[tuple[int, ...]]) -> dict[str, Callable[[], Any]]:
     steps: dict[str, Callable[[], Any]] = {}
     for mode in ("fn", "fit", "eager"):
         for label, makers in pairs.items():
-            for who, make in zip(("xrisk", "Keras"), makers):
+            for who, make in zip(("xrisk", "Keras", "Keras+"), makers):
                 if mode == "fit":
                     keras.utils.set_random_seed(0)
                     model = keras.Sequential([
@@ -391,19 +467,21 @@ def other_frameworks(args: argparse.Namespace) -> list[str]:
             count = sum(math.prod(s) for s in shapes)
             steps = maker(shapes)
             for label in dict.fromkeys(key.split("|")[0] for key in steps):
-                pair = {"xrisk": steps[f"{label}|xrisk"], "torch": steps[f"{label}|{baseline}"]}
+                pair = {"xrisk": steps[f"{label}|xrisk"], "torch": steps[f"{label}|{baseline}"],
+                        "torch+": steps[f"{label}|{baseline}+"]}
                 times = time_rounds(pair, args.repeats, clock)
                 faults = {k: page_faults(step) for k, step in pair.items()}
                 ratio = paired_ratio(times["torch"], times["xrisk"])
-                verdict = "PASS" if ratio <= TORCH_TARGET else "FAIL " + baseline
-                if ratio > TORCH_TARGET:
+                plus = paired_ratio(times["torch+"], times["xrisk"])  # the target's reading
+                verdict = "PASS" if plus <= TORCH_TARGET else f"FAIL {baseline}+"
+                if plus > TORCH_TARGET:
                     failed.append(f"{framework} {count} {label}")
                 print(f"{'all':>3} {framework[:5]:<5} {count / 1e6:>6.2f}M {label:<11} "
                       f"{statistics.median(times['xrisk']) * 1e3:>9.2f} "
                       f"{statistics.median(times['torch']) * 1e3:>9.2f} {'':>10} "
-                      f"{ratio:>7.2f} {'':>8} {'':>6} {'':>7}  {verdict} (vs {baseline}; "
-                      f"page faults {faults['xrisk']:.0f} / {faults['torch']:.0f})",
-                      flush=True)
+                      f"{ratio:>7.2f} {'':>8} {'':>6} {'':>7} {plus:>6.2f}  {verdict} "
+                      f"(vs {baseline}; page faults {faults['xrisk']:.0f} / "
+                      f"{faults['torch']:.0f} / {faults['torch+']:.0f})", flush=True)
     return failed
 
 
@@ -518,8 +596,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  if "LibAUC" in times else math.nan)
                     plus = (paired_ratio(times["torch+"], times["xrisk"])
                             if "torch+" in times else math.nan)
+                    # the target reads torch.optim doing the rule's arithmetic where the
+                    # plain baseline does less of it (/base+), else the plain baseline
+                    same = to_torch if math.isnan(plus) else plus
                     misses = [what for what, bad in (
-                        ("torch", to_torch > TORCH_TARGET),
+                        ("torch", same > TORCH_TARGET),
                         ("LibAUC", to_libauc > LIBAUC_TARGET),
                         ("memory", memory["xrisk"] > memory["torch"] + MEMORY_SLACK)) if bad]
                     verdict = "PASS" if not misses else "FAIL " + ",".join(misses)
