@@ -19,7 +19,7 @@ tile of whole parameters on the CPU is stepped on the parameters themselves by f
 operators, bit for bit the same; groups that take the same step, such as PESG's model and
 its loss's a, b, share the tiles). Under ``torch.compile`` it runs the core rule per tensor.
 
-float32 parameters (on the CPU or a CUDA device) take torch's fused optimizer kernels, the
+float32 parameters on the CPU take torch's fused optimizer kernels, the
 ones of ``torch.optim``'s ``fused=True``: after the rule's direction (the clip, and the epoch
 decay's ``-ε·θ_ref``), one pass updates the parameter and its slots, weight decay included.
 They round each multiply-add once where the core rule rounds the product and the sum apart,
@@ -819,13 +819,14 @@ def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
 
 
 #: Devices whose float32 parameters take torch's fused optimizer kernels (see
-#: :func:`_fuses`).
-_FUSED_DEVICES = ("cpu", "cuda")
+#: :func:`_fuses`). The CPU only for now: torch has them on CUDA too (torch.optim's
+#: ``fused=True``), but this path was measured and tested on the CPU alone.
+_FUSED_DEVICES = ("cpu",)
 
 
 def _fuses(p: torch.Tensor) -> bool:
     """Whether the update of ``p`` (after its direction ``d``) runs as torch's fused SGD or
-    Adam kernel: float32 on the CPU or a CUDA device. Those kernels make one pass over the
+    Adam kernel: float32 on the CPU (:data:`_FUSED_DEVICES`). Those kernels make one pass over the
     parameter, its slots and ``d`` where the core's operations make three (SGD) to eight
     (Adam), and round each multiply-add once (an FMA) where the core rounds its product and
     its sum apart, so a float32 step agrees with the core rule to a few units in the last
