@@ -881,15 +881,15 @@ def _fused_direction_members_(rule: Any, grads: list[torch.Tensor],
     where nothing is clipped or added, else in ``scratch[0]`` (the tile's flat operators
     after one copy in)."""
     clip = rule.clip_value
-    decays = rule.epoch_decay > 0 and reference is not None
-    if clip == math.inf and not decays:
+    pull = reference if rule.epoch_decay > 0 else None  # the slot exists with epoch decay
+    if clip == math.inf and pull is None:
         return grads, weight_decay
     out = scratch[0]
     torch._foreach_copy_(members.scratch[0], grads)
     if clip != math.inf:
         out.clamp_(-clip, clip)
-    if decays:
-        out.add_(reference, alpha=-rule.epoch_decay)
+    if pull is not None:
+        out.add_(pull, alpha=-rule.epoch_decay)
         weight_decay += rule.epoch_decay
     return members.scratch[0], weight_decay
 
