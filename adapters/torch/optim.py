@@ -1254,6 +1254,24 @@ def _lars_step_(rule: Any, grad: torch.Tensor, p: torch.Tensor, slots: Slots,
 _LARS_FUSED_LEAST_STEP = 1e-8
 
 
+def _split_lars(rule: Any, params: list[torch.Tensor],
+                applies: Callable[[torch.Tensor], bool]
+                ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """The parameters ``applies`` accepts, as LARS's scaled tensors and its unscaled ones
+    (vectors and scalars with ``exclude_1d``), and the others, each in the given order."""
+    scaled: list[torch.Tensor] = []
+    plain: list[torch.Tensor] = []
+    others: list[torch.Tensor] = []
+    for param in params:
+        if not applies(param):
+            others.append(param)
+        elif rule.exclude_1d and param.ndim <= 1:
+            plain.append(param)
+        else:
+            scaled.append(param)
+    return scaled, plain, others
+
+
 def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
                       state: dict[torch.Tensor, Slots], lr: float) -> list[torch.Tensor]:
     """:meth:`xrisk.optim.LARS.update_param` on the float32 CPU parameters of ``params``
@@ -1269,20 +1287,15 @@ def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
     if (type(rule).update_param is not _LARS_UPDATE or not params
             or torch.compiler.is_compiling()):
         return params
-    done: list[torch.Tensor] = []
-    others: list[torch.Tensor] = []
-    for param in params:
+    def applies(param: torch.Tensor) -> bool:
         grad = param.grad
-        if (param.dtype is torch.float32 and param.device.type == "cpu"
+        return (param.dtype is torch.float32 and param.device.type == "cpu"
                 and param.is_contiguous() and grad is not None
-                and grad.dtype is torch.float32 and grad.device == param.device):
-            done.append(param)
-        else:
-            others.append(param)
-    if not done:
+                and grad.dtype is torch.float32 and grad.device == param.device)
+
+    scaled, plain, others = _split_lars(rule, params, applies)
+    if not scaled and not plain:
         return params
-    scaled = [p for p in done if not (rule.exclude_1d and p.ndim <= 1)]
-    plain = [p for p in done if rule.exclude_1d and p.ndim <= 1]
     momentum = rule.momentum
 
     def fused(members: list[torch.Tensor], directions: list[torch.Tensor], step: float
@@ -1337,16 +1350,11 @@ def _lars_group_step_(rule: Any, params: list[torch.Tensor],
     if type(rule).update_param is not xrisk.optim.LARS.update_param or not params:
         return params
     lr = rates.lr
-    done, others = [], []
-    for param in params:
-        if param.is_contiguous() and _lars_kernel_applies(rule, param, rates):
-            done.append(param)
-        else:
-            others.append(param)
+    scaled, plain, others = _split_lars(
+        rule, params, lambda p: p.is_contiguous() and _lars_kernel_applies(rule, p, rates))
+    done = scaled + plain
     if not done:
         return others
-    scaled = [p for p in done if not (rule.exclude_1d and p.ndim <= 1)]
-    plain = [p for p in done if rule.exclude_1d and p.ndim <= 1]
     # The step lr·(d·q) joins the update as addcmul_(d·q, 1, value=lr): round(x + round(lr·d·q)),
     # the core's two operations (see the note above the in-place kernels).
     one_of: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
