@@ -1287,6 +1287,7 @@ def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
     if (type(rule).update_param is not _LARS_UPDATE or not params
             or torch.compiler.is_compiling()):
         return params
+
     def applies(param: torch.Tensor) -> bool:
         grad = param.grad
         return (param.dtype is torch.float32 and param.device.type == "cpu"
