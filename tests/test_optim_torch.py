@@ -476,12 +476,17 @@ def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseli
     """A float32 step runs torch's fused kernels on each whole parameter: where the rule's
     arithmetic is torch.optim's (no clip; weight decay coupled, AdamW's decoupled, both in
     the kernel as torch.optim has them), the parameters after 4 steps equal
-    ``torch.optim``'s with ``fused=True`` bit for bit, on one thread and with the tiles of
-    several (a tile of whole members is stepped on them, never gathered: a fused kernel's
-    bits depend on where an element falls in its vectors)."""
+    ``torch.optim``'s with ``fused=True`` bit for bit, on one thread (one tile) and with the
+    tiles of several (here of 256 elements: a weight of 1,200 is cut into slices, each
+    starting on a multiple of 64 elements; a step needing no scratch takes one tile of all
+    members, see test_a_step_without_scratch_takes_one_tile_of_all_members). A tile of whole
+    members is stepped on them, never gathered: a fused kernel's bits depend on where an
+    element falls in its vectors."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    if threads > 1:
+        monkeypatch.setattr(xr_optim, "TILE", 1)  # tiles of ceil(1850 / 512)·64 = 256
     generator = torch.Generator().manual_seed(3)
-    initial = [torch.randn(s, generator=generator) for s in [(7, 5), (5,), (5, 3), (3,)]]
+    initial = [torch.randn(s, generator=generator) for s in [(40, 30), (30,), (30, 20), (20,)]]
     grads = [[torch.randn(v.shape, generator=generator) for v in initial] for _ in range(4)]
     options = {"clip_value": math.inf, "weight_decay": 0.0} | options
     results = {}
@@ -494,6 +499,9 @@ def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseli
                 param.grad = grad.clone()
             opt.step()
         results[who] = [p.detach() for p in params]
+        plan = opt._plans[0][2][0] if who == "xrisk" else None
+        if plan is not None and threads > 1 and not plan.whole:  # the weight was sliced
+            assert [stop - start for start, stop, _ in plan.tiles][:2] == [256] * 2
     for got, want in zip(results["xrisk"], results["torch"]):
         assert torch.equal(got, want)
 
