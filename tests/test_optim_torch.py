@@ -264,7 +264,9 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     and every slot, over several steps, for every rule; bit for bit in float64, and in
     float32 (where the updates run as torch's fused kernels, one rounding per multiply-add)
     to a few units in the last place. Each draw runs twice on the same inputs: every tile of
-    whole members on its members, then every one gathered."""
+    whole members on its members, then every one gathered; and either in the CPU's layout or
+    in a GPU's (see ``_ACCELERATORS``: tiles of ``ACCELERATOR_TILE``, a float32 fused step in
+    one tile of all members with no scratch, its direction in new tensors)."""
     name = data.draw(st.sampled_from(sorted(xrisk.OPTIMIZERS)))
     rule_type = xrisk.OPTIMIZERS[name]
     names = [n for n in inspect.signature(rule_type).parameters if n != "loss_fn"]
@@ -281,6 +283,8 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
     # LARS: 0 takes its larger groups' path (each tensor's step through the scratch)
     small_plan = data.draw(st.sampled_from([0, xr_optim.SMALL_PLAN]), label="small_plan")
     steps = data.draw(st.integers(1, 4), label="steps")
+    # the CPU laid out as a GPU is (see _ACCELERATORS): tiles of whole members, none scratch
+    accelerator = data.draw(st.booleans(), label="accelerator")
     generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16), label="seed"))
     initial = [torch.randn(s, generator=generator, dtype=dtype) for s in shapes]
     grads = [[torch.randn(s, generator=generator, dtype=dtype) for s in shapes]
@@ -299,8 +303,11 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
             for param, grad in zip(params, step_grads):
                 param.grad = grad.clone()
             kept = (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
-                    xr_optim.MEMBER_TILE, xr_optim._on_members)
+                    xr_optim.MEMBER_TILE, xr_optim._on_members, xr_optim._ACCELERATORS,
+                    xr_optim.ACCELERATOR_TILE)
             xr_optim._tile_length = lambda total: tile  # the plans' tiles, at any thread count
+            xr_optim.ACCELERATOR_TILE = tile
+            xr_optim._ACCELERATORS = ("cpu",) if accelerator else ("cuda",)
             xr_optim.SMALL_PLAN = small_plan
             # on the members wherever they are whole, or never
             xr_optim.MEMBER_SIZE = xr_optim.MEMBER_TILE = 0
@@ -310,7 +317,8 @@ def test_eager_tiles_give_the_core_rule_s_update_bit_for_bit(data):
                 opt.step()  # the first step builds the plans
             finally:
                 (xr_optim._tile_length, xr_optim.SMALL_PLAN, xr_optim.MEMBER_SIZE,
-                 xr_optim.MEMBER_TILE, xr_optim._on_members) = kept
+                 xr_optim.MEMBER_TILE, xr_optim._on_members, xr_optim._ACCELERATORS,
+                 xr_optim.ACCELERATOR_TILE) = kept
             rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
             for i, grad in enumerate(step_grads):
                 values[i], slots[i] = rule.update_param(grad, values[i], slots[i], rates)
@@ -470,7 +478,7 @@ def test_a_tile_takes_one_operator_per_term_of_the_update(mode, dtype, monkeypat
      torch.optim.SGD, {"momentum": 0.9, "nesterov": True, "lr": 0.1, "weight_decay": 1e-3}),
     ("SGD", {"momentum": 0.0, "learning_rate": 0.1}, torch.optim.SGD, {"lr": 0.1}),
 ])
-@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("threads", [1, 3, "accelerator"])
 def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseline_options,
                                                  threads, monkeypatch):
     """A float32 step runs torch's fused kernels on each whole parameter: where the rule's
@@ -481,8 +489,14 @@ def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseli
     starting on a multiple of 64 elements; a step needing no scratch takes one tile of all
     members, see test_a_step_without_scratch_takes_one_tile_of_all_members). A tile of whole
     members is stepped on them, never gathered: a fused kernel's bits depend on where an
-    element falls in its vectors."""
-    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    element falls in its vectors. ``"accelerator"``: the CPU laid out as a GPU is (see
+    ``_ACCELERATORS``): one tile of all members, whatever the thread count."""
+    if threads == "accelerator":
+        monkeypatch.setattr(xr_optim, "_ACCELERATORS", ("cpu",))
+        monkeypatch.setattr(xr_optim, "ACCELERATOR_TILE", 256)  # one tile all the same
+        threads = 3
+    else:
+        monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     if threads > 1:
         monkeypatch.setattr(xr_optim, "TILE", 1)  # tiles of ceil(1850 / 512)·64 = 256
     generator = torch.Generator().manual_seed(3)
@@ -502,8 +516,43 @@ def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseli
         plan = opt._plans[0][2][0] if who == "xrisk" else None
         if plan is not None and threads > 1 and not plan.whole:  # the weight was sliced
             assert [stop - start for start, stop, _ in plan.tiles][:2] == [256] * 2
+        if plan is not None and xr_optim._ACCELERATORS == ("cpu",):
+            assert plan.whole and plan.scratch.numel() == 0
     for got, want in zip(results["xrisk"], results["torch"]):
         assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("name, options", [
+    ("SOAP", {"mode": "adam"}), ("SOAP", {"mode": "sgd"}), ("PESG", {}), ("PDSCA", {}),
+    ("AdamW", {"weight_decay": 1e-2}),
+    ("SGD", {"learning_rate": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3})])
+def test_an_accelerator_steps_float32_members_with_no_scratch(name, options, monkeypatch):
+    """On a GPU (the CPU laid out as one, ``_ACCELERATORS``) a float32 step with a fused
+    kernel steps all the members of a plan as one tile and keeps no scratch: a clipped or
+    epoch-decayed direction is a new list of tensors for the step (transient memory, as
+    torch.optim's foreach steps make), not two vectors as long as the model kept beside it.
+    Within float32's tolerance of the core rule, as the tiles of the CPU's layout."""
+    monkeypatch.setattr(xr_optim, "_ACCELERATORS", ("cpu",))
+    monkeypatch.setattr(xr_optim, "ACCELERATOR_TILE", 64)
+    params = _layers(2, 30)
+    assert sum(p.numel() for p in params) > 64  # several tiles with a scratch
+    loss = getattr(xr, _LOSSES[name])() if name in _LOSSES else None
+    opt = getattr(xr, name)(params, *[loss] if loss is not None else [], **options)
+    rule = opt.rule
+    counters = [n for n, spec in rule.slot_specs().items() if spec.integer]
+    values = [p.detach().clone() for p in params]
+    slots = [rule.init_slots(v)._replace(**dict.fromkeys(counters, 0)) for v in values]
+    group = opt.param_groups[0]
+    for step in range(3):
+        for param in params:
+            param.grad = torch.randn_like(param)
+        opt.step()
+        rates = rule.rates(step, lr=group["lr"], ce_lr=group.get("ce_learning_rate"))
+        for i, param in enumerate(params):
+            values[i], slots[i] = rule.update_param(param.grad, values[i], slots[i], rates)
+    assert [(plan.whole, plan.scratch.numel()) for plan in opt._plans[0][2]] == [(True, 0)]
+    for param, value in zip(params, values):
+        _assert_update_equal(param.detach(), value, name)
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])

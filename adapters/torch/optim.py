@@ -461,6 +461,17 @@ def _tile_length(total: int) -> int:
     return max(4 * TILE * threads, -(-total // 512) * 64)
 
 
+#: Devices where the tiles are not cut for a core's cache (see :meth:`_FlatPlan._cut_tiles`):
+#: a GPU keeps no tile in a cache, and each operator per tile is a kernel launch, so a plan
+#: steps its whole members with foreach (multi-tensor) operators, a launch for many tensors.
+_ACCELERATORS = ("cuda",)
+#: Elements per tile on an accelerator where a step still needs the scratch (a sliced large
+#: member, a rule without a fused kernel, float64): the scratch's two vectors stay at most
+#: 2 x 4 Mi elements (32 MiB in float32) where a whole plan's would double a large model's
+#: memory on the GPU.
+ACCELERATOR_TILE = 1 << 22
+
+
 class _FlatPlan:
     """Parameters of one group updated together, tile by tile, in eager mode.
 
@@ -546,8 +557,11 @@ class _FlatPlan:
         operators, not 3 operators and two views per tile of :data:`TILE`)."""
         sizes = self.sizes
         self.whole = whole
-        self.tiles = ([(0, sum(sizes), [(i, 0, size) for i, size in enumerate(sizes)])]
-                      if whole else _tiles(sizes, _tile_length(sum(sizes))))
+        total = sum(sizes)
+        length = (min(total, ACCELERATOR_TILE) if self.device.type in _ACCELERATORS
+                  else _tile_length(total))
+        self.tiles = ([(0, total, [(i, 0, size) for i, size in enumerate(sizes)])]
+                      if whole else _tiles(sizes, length))
         # Members read through a flat view at each step: those a tile slices (or holds
         # alone); members gathered whole are copied as they are, no view needed.
         self.sliced = sorted({i for _, _, pieces in self.tiles for i, a, b in pieces
@@ -566,19 +580,22 @@ class _FlatPlan:
         slots = {name: flat for name, flat in self.flats.items() if name not in self.counters}
         sizes = self.sizes
         one = torch.ones((), dtype=self.dtype, device=self.device)  # see the kernels
-        lists = (lists and self.device.type == "cpu" and _member_kernel(rule) is not None
+        accelerator = self.device.type in _ACCELERATORS
+        lists = (lists and (accelerator or self.device.type == "cpu")
+                 and _member_kernel(rule) is not None
                  and self.dtype in (torch.float32, torch.float64))
-        fused = self.dtype is torch.float32 and _fusable(rule)
-        one_tile = (lists and len(sizes) > 1 and _scratch_free(rule)
+        # whole members always on the members: fused (see _on_members), or on a GPU
+        always = accelerator or (self.dtype is torch.float32 and _fusable(rule))
+        one_tile = (lists and len(sizes) > 1 and self._scratch_free(rule)
                     and _on_members([(i, 0, size) for i, size in enumerate(sizes)], sizes,
-                                    rule, fused))
+                                    rule, always))
         if one_tile != self.whole:
             self._cut_tiles(one_tile)
         lengths = [0] if one_tile else [stop - start for start, stop, _ in self.tiles]
         self.scratch = torch.empty((2, max(lengths)), dtype=self.dtype, device=self.device)
         gathers = [stop - start for start, stop, pieces in self.tiles
                    if len(pieces) > 1 and not (lists and _on_members(pieces, sizes, rule,
-                                                                     fused))]
+                                                                     always))]
         self.gathered = torch.empty((2, max(gathers, default=0)), dtype=self.dtype,
                                     device=self.device)
         self.lists = lists
@@ -589,7 +606,7 @@ class _FlatPlan:
             parts: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
             gathered = members = None
             tile = {name: flat[start:stop] for name, flat in slots.items()}
-            if len(pieces) > 1 and lists and _on_members(pieces, sizes, rule, fused):
+            if len(pieces) > 1 and lists and _on_members(pieces, sizes, rule, always):
                 shapes = [self.params[i].shape for i, _, _ in pieces]
                 indices = [i for i, _, _ in pieces]
                 members = _Members(
@@ -611,6 +628,16 @@ class _FlatPlan:
                 None if gathered is None else (gathered[0], gathered[1]),
                 tile, parts, cuts, members))
 
+    def _scratch_free(self, rule: UpdateRule) -> bool:
+        """Whether a member step of ``rule`` on this plan needs no scratch: where
+        :func:`_scratch_free` says so, and on an accelerator a fused step (its direction, where
+        it is not the gradients, is a new list of tensors for the step, as torch.optim's
+        foreach steps make: transient memory, not a scratch kept beside a large model)."""
+        if _scratch_free(rule):
+            return True
+        return (self.device.type in _ACCELERATORS and self.dtype is torch.float32
+                and _fused_without_scratch(rule))
+
     def update(self, rule: UpdateRule, rates: Any, auxiliary: bool,
                grads: list[torch.Tensor]) -> None:
         """One step of the members, whose gradients are ``grads`` (all set)."""
@@ -619,7 +646,7 @@ class _FlatPlan:
         if kernel is _pdsca_step_ and auxiliary and rates.ce_phase is True:
             return  # PDSCA's cross-entropy phase leaves its auxiliaries and counters alone
         if (self.scratch is None or (kernel is None and self.lists)  # gather from now on
-                or (self.whole and not _scratch_free(rule))):  # (a rule changed in the group)
+                or (self.whole and not self._scratch_free(rule))):  # (a rule changed)
             self._prepare(rule, lists=kernel is not None)
         # Flat views of the sliced members' live values and gradients (a copy where one is
         # not contiguous, e.g. channels_last; its parameter is written back at the end).
@@ -749,9 +776,10 @@ class _Members(NamedTuple):
     the tile's flat vectors (one operator where the parameters take no part) and as views
     shaped like the members (``slots``, ``scratch``: the two scratch vectors), so nothing is
     gathered or scattered (a copy in of the values and gradients and one back out, three of
-    a step's 8 to 16 passes over the tile). On the CPU only: the foreach operators run the
-    same per-tensor kernels as the tile's there (bit for bit, as the property test checks);
-    on an accelerator their fused multi-tensor kernels are not proven to round alike.
+    a step's 8 to 16 passes over the tile). On the CPU the foreach operators run the same
+    per-tensor kernels as the tile's (bit for bit, as the property test checks); on an
+    accelerator (:data:`_ACCELERATORS`) they are multi-tensor kernels, a launch for many
+    members, checked against the CPU's steps by ``benchmarks/gpu_smoke.py``.
 
     ``indices``: the plan's members in the tile (None: all of them, in order); ``ones``: the
     0-d one of the kernels once per member."""
@@ -819,21 +847,21 @@ def _direction_(rule: Any, grad: torch.Tensor, p: torch.Tensor,
 
 
 #: Devices whose float32 parameters take torch's fused optimizer kernels (see
-#: :func:`_fuses`). The CPU only for now: torch has them on CUDA too (torch.optim's
-#: ``fused=True``), but this path was measured and tested on the CPU alone.
-_FUSED_DEVICES = ("cpu",)
+#: :func:`_fuses`): the CPU's and CUDA's (torch.optim's ``fused=True``; on CUDA checked
+#: against it bit for bit and timed by ``benchmarks/gpu_smoke.py``).
+_FUSED_DEVICES = ("cpu", "cuda")
 
 
 def _fuses(p: torch.Tensor) -> bool:
     """Whether the update of ``p`` (after its direction ``d``) runs as torch's fused SGD or
-    Adam kernel: float32 on the CPU (:data:`_FUSED_DEVICES`). Those kernels make one pass over the
-    parameter, its slots and ``d`` where the core's operations make three (SGD) to eight
-    (Adam), and round each multiply-add once (an FMA) where the core rounds its product and
-    its sum apart, so a float32 step agrees with the core rule to a few units in the last
-    place, not bit for bit (the design's float32 contract: within a stated tolerance,
-    tests/test_optim_torch.py). float64 keeps the core's operations, bit for bit: the
-    cross-framework identity and the runner's identical numbers are float64 promises. Under
-    ``torch.compile`` the core's operations run (Inductor fuses them itself; the fused
+    Adam kernel: float32 on the CPU or CUDA (:data:`_FUSED_DEVICES`). Those kernels make one
+    pass over the parameter, its slots and ``d`` where the core's operations make three
+    (SGD) to eight (Adam), and round each multiply-add once (an FMA) where the core rounds
+    its product and its sum apart, so a float32 step agrees with the core rule to a few
+    units in the last place, not bit for bit (the design's float32 contract: within a stated
+    tolerance, tests/test_optim_torch.py). float64 keeps the core's operations, bit for bit:
+    the cross-framework identity and the runner's identical numbers are float64 promises.
+    Under ``torch.compile`` the core's operations run (Inductor fuses them itself; the fused
     kernels' step tensor made in the graph fails its functionalization)."""
     return (p.dtype is torch.float32 and p.device.type in _FUSED_DEVICES
             and not torch.compiler.is_compiling())
@@ -879,11 +907,24 @@ def _fused_direction_members_(rule: Any, grads: list[torch.Tensor],
                               ) -> tuple[list[torch.Tensor], float]:
     """:func:`_fused_direction_` of a tile stepped on its members: the gradients themselves
     where nothing is clipped or added, else in ``scratch[0]`` (the tile's flat operators
-    after one copy in)."""
+    after one copy in), or, for a tile without scratch (an accelerator's, see
+    :meth:`_FlatPlan._scratch_free`), in new tensors made by foreach operators."""
     clip = rule.clip_value
     pull = reference if rule.epoch_decay > 0 else None  # the slot exists with epoch decay
     if clip == math.inf and pull is None:
         return grads, weight_decay
+    if not members.scratch[0]:
+        if clip != math.inf:
+            directions = torch._foreach_clamp_min(grads, -clip)
+            torch._foreach_clamp_max_(directions, clip)
+        if pull is not None:
+            references = members.slots["reference"]
+            if clip == math.inf:
+                directions = torch._foreach_add(grads, references, alpha=-rule.epoch_decay)
+            else:
+                torch._foreach_add_(directions, references, alpha=-rule.epoch_decay)
+            weight_decay += rule.epoch_decay
+        return directions, weight_decay
     out = scratch[0]
     torch._foreach_copy_(members.scratch[0], grads)
     if clip != math.inf:
@@ -933,6 +974,17 @@ def _fused_clipped_update_(rule: Any, params: list[torch.Tensor],
     else:
         _fused_momentum_(params, directions, None, lr=lr, momentum=0.0, new_weight=1.0,
                          nesterov=False, first=False, weight_decay=weight_decay)
+
+
+def _fused_without_scratch(rule: Any) -> bool:
+    """Whether the member step of ``rule`` in float32 is fused with its direction from
+    :func:`_fused_direction_members_` (PDSCA's; the clipped rules' but AdamW's with an epoch
+    decay, whose decay term the AdamW kernel cannot add), so it can run without scratch."""
+    kernel = _rule_kernel(rule)
+    if kernel is _pdsca_step_:
+        return True
+    return (kernel is _clipped_step_ and _fusable(rule)
+            and not (rule.decoupled_weight_decay and rule.epoch_decay > 0))
 
 
 def _fusable(rule: Any) -> bool:
@@ -1127,7 +1179,8 @@ def _clipped_step_members_(rule: Any, grads: list[torch.Tensor], params: list[to
         else:
             torch._foreach_addcmul_(params, grads, ones, value=-lr)
         return {"count": count + 1}  # no epoch decay: no iterate sum
-    if fused and not rule.decoupled_weight_decay:
+    if fused and not (rule.decoupled_weight_decay and rule.epoch_decay > 0):
+        # (AdamW: weight_decay is 0 here, its kernel adds the decoupled decay)
         directions, decay = _fused_direction_members_(rule, grads, slots.get("reference"),
                                                       scratch, members, weight_decay)
         _fused_clipped_update_(rule, params, directions, parts, count, lr, decay)
@@ -1138,7 +1191,7 @@ def _clipped_step_members_(rule: Any, grads: list[torch.Tensor], params: list[to
         return new
     d = _direction_members_(rule, grads, params, slots.get("reference"), scratch, members,
                             weight_decay=weight_decay)
-    if fused:  # AdamW: its epoch decay in d, the decoupled decay in the kernel
+    if fused:  # AdamW with an epoch decay: it in d, the decoupled decay in the kernel
         _fused_clipped_update_(rule, params, members.scratch[0], parts, count, lr, 0.0)
     elif rule.mode == "adam":
         beta1, beta2 = rule.betas
