@@ -136,8 +136,12 @@ def with_gradients(model: torch.nn.Module, seed: int) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     params = list(model.parameters())
     for param in params:
-        param.grad = torch.randn(param.shape, generator=generator) * 0.01
+        param.grad = (torch.randn(param.shape, generator=generator) * 0.01).to(param.device)
     return params
+
+
+#: The device of the benchmark's models (``--device``).
+DEVICE = torch.device("cpu")
 
 
 def aux_gradients(loss: Any) -> None:
@@ -246,6 +250,7 @@ def make_loss(name: str) -> Any:
     loss = (xr.CompositionalAUCLoss() if name == "PDSCA" else
             xr.MIDAM_attention_pooling_loss(num_samples=8) if name == "MIDAM" else
             xr.AUCMLoss())
+    loss.to(DEVICE)
     aux_gradients(loss)
     return loss
 
@@ -294,14 +299,14 @@ def build(case: tuple, model_fn: Callable[[], torch.nn.Module], libauc: Any,
         params = with_gradients(model_fn(), 0)
         options = {LIBAUC_RENAMES.get(k, k): v for k, v in kwargs.items()}
         if name in ("PESG", "PDSCA", "MIDAM"):
-            loss = (libauc.losses.CompositionalAUCLoss(device="cpu") if name == "PDSCA"
-                    else libauc.losses.AUCMLoss(device="cpu"))
+            loss = (libauc.losses.CompositionalAUCLoss(device=DEVICE) if name == "PDSCA"
+                    else libauc.losses.AUCMLoss(device=DEVICE))
             aux_gradients(loss)
-            options.update(loss_fn=loss, device="cpu")
+            options.update(loss_fn=loss, device=DEVICE)
             if name == "PESG":
                 options["verbose"] = False
         elif name != "LARS":
-            options.update(verbose=False, device="cpu")
+            options.update(verbose=False, device=DEVICE)
         if name == "SONG":  # LibAUC's SONG has no learning-rate default either
             options.setdefault("lr", 0.1)
         steps["LibAUC"] = getattr(libauc.optimizers, name)(params, **options).step
@@ -317,12 +322,26 @@ def rss(key: str) -> int:
 
 
 def transient_bytes(step: Callable[[], Any]) -> int:
-    """Peak resident bytes of one step above those before it."""
+    """Peak resident bytes of one step above those before it (on a GPU: the peak of
+    torch's allocator above the bytes allocated before the step)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        step()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
     with open("/proc/self/clear_refs", "w") as refs:
         refs.write("5")  # resets VmHWM to the current resident set
     before = rss("VmRSS:")
     step()
     return rss("VmHWM:") - before
+
+
+def synchronized_clock() -> float:
+    """The wall clock once the GPU's queued work is done (a round's time is its steps')."""
+    torch.cuda.synchronize()
+    return time.perf_counter()
 
 
 def time_rounds(steps: dict[str, Callable[[], Any]], repeats: int,
@@ -535,6 +554,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "machine shared with other jobs; one thread only; the Keras rows "
                              "then run TensorFlow on one intra-op and one inter-op thread, "
                              "timed by the process's CPU time)")
+    parser.add_argument("--device", default="cpu",
+                        help="the torch rows' device, e.g. cuda (a GPU: wall clock, "
+                             "synchronized around each round; memory from torch's allocator)")
     parser.add_argument("--frameworks", default="torch",
                         help="comma-separated among torch,jax,tensorflow (JAX: xrisk's optax "
                              "transformation against optax.adam/sgd under jit; tensorflow: "
@@ -553,6 +575,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"--frameworks: got {unknown}; expected names from torch,jax,tensorflow")
     args.threads = [int(t) for t in args.threads.split(",")]
+    args.device = torch.device(args.device)
+    if args.device.type != "cpu" and (args.clock == "cpu" or args.frameworks != ["torch"]):
+        parser.error(f"--device {args.device} with --clock {args.clock} and --frameworks "
+                     f"{','.join(args.frameworks)}: a GPU's rows are torch's, timed by the wall "
+                     "clock. Fix: --device cuda --clock wall --frameworks torch.")
     if args.clock == "cpu" and (any(t != 1 for t in args.threads)
                                 or not set(args.frameworks) <= {"torch", "tensorflow"}):
         parser.error(f"--clock cpu with --threads {','.join(map(str, args.threads))} and "
@@ -579,13 +606,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from _libauc_shim import MISSING_MESSAGE
             print(MISSING_MESSAGE)
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    global DEVICE
+    DEVICE = args.device
+    if DEVICE.type == "cuda":
+        clock = synchronized_clock
     old = None
     if args.old:
         spec = importlib.util.spec_from_file_location("xrisk_old_torch_optim", args.old)
         old = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(old)  # type: ignore[union-attr]
     with open("/proc/loadavg") as load:
-        print(f"load average: {load.read().strip()}; torch {torch.__version__}")
+        print(f"load average: {load.read().strip()}; torch {torch.__version__}; device "
+              f"{torch.cuda.get_device_name(DEVICE) if DEVICE.type == 'cuda' else DEVICE}")
     print(f"optimizer.step(), float32, fixed random gradients, {args.clock} clock; median of "
           f"{args.repeats} "
           f"alternating rounds; targets: xrisk <= {TORCH_TARGET}x torch.optim (foreach), "
@@ -604,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for size in args.sizes:
                 def model_fn(size=size, model_name=model_name):
                     torch.manual_seed(0)
-                    return MODELS[model_name](size)
+                    return MODELS[model_name](size).to(DEVICE)
 
                 count = sum(p.numel() for p in model_fn().parameters())
                 for case in args.cases:
