@@ -660,13 +660,22 @@ def test_lars_steps_a_group_with_foreach_operators(monkeypatch):
         assert ops["_foreach_sub_"] == 1 and ops["where"] == 2, ops  # biases; the ratios
 
 
+@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu", "accelerator"])
 @pytest.mark.parametrize("momentum", [0.9, 0.0])
-def test_lars_steps_float32_by_fused_kernels(momentum):
+def test_lars_steps_float32_by_fused_kernels(momentum, accelerator, monkeypatch):
     """float32 LARS: the norms by ``torch._foreach_norm`` (no squares written out, no sums),
     one fused SGD pass per scaled tensor (its own ``lr·q``) and one for all unscaled
     tensors; the core rule's parameters and momentum to a few units in the last place over
     3 steps. A step ``lr·q`` under ``_LARS_FUSED_LEAST_STEP`` (which the kernel could not
-    carry as ``1 - (1 - lr·q)``) takes the exact step instead."""
+    carry as ``1 - (1 - lr·q)``) takes the exact step instead. On an accelerator (the CPU
+    laid out as one, ``_ACCELERATORS``) nothing is read to the host: the ratios stay
+    tensors, each direction is multiplied by its ``lr·q`` and one fused pass (new weight
+    exactly 1, so no step is too small for it) steps all the scaled tensors."""
+    if accelerator:
+        monkeypatch.setattr(xr_optim, "_ACCELERATORS", ("cpu",))
+        read = []
+        monkeypatch.setattr(torch.Tensor, "tolist", lambda self: read.append(self) or [])
+        monkeypatch.setattr(torch.Tensor, "item", lambda self: read.append(self) or 0.0)
     for tiny in (False, True):
         params = _layers(3)  # 4 weight matrices, 4 biases
         opt = xr.LARS(params, learning_rate=1e-9 if tiny else 0.1, weight_decay=0.01,
@@ -685,9 +694,13 @@ def test_lars_steps_float32_by_fused_kernels(momentum):
                 values[i], slots[i] = rule.update_param(
                     grad, values[i], slots[i], rule.rates(step, lr=opt.param_groups[0]["lr"]))
         ops = Counter(mode.names)
-        fused = 0 if tiny and momentum else 5  # 4 scaled, the biases together
+        # the biases together; a tiny lr with momentum: the biases the exact way
+        fused = (2 - (tiny and momentum > 0) if accelerator
+                 else 0 if tiny and momentum else 5)
         assert ops["_fused_sgd_"] == fused and ops["_foreach_norm"] == 2, ops
         assert (ops["sum"] == 0) == bool(fused), ops  # the exact step's norms: sums
+        if accelerator:
+            assert not read and ops["_foreach_mul_"] == 1, ops  # d + λθ new: scaled in place
         for param, value, slot in zip(params, values, slots):
             _assert_update_equal(param.detach(), value, tiny)
             if momentum:

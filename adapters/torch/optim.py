@@ -1327,26 +1327,34 @@ def _split_lars(rule: Any, params: list[torch.Tensor],
 
 def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
                       state: dict[torch.Tensor, Slots], lr: float) -> list[torch.Tensor]:
-    """:meth:`xrisk.optim.LARS.update_param` on the float32 CPU parameters of ``params``
-    (contiguous, with float32 gradients; on an accelerator reading the norms to the host
-    would be a sync) by torch's fused kernels; returns the others.
+    """:meth:`xrisk.optim.LARS.update_param` on the float32 parameters of ``params`` on the
+    CPU or one accelerator (contiguous, with float32 gradients) by torch's fused kernels;
+    returns the others.
 
-    The norms by ``torch._foreach_norm`` (one pass each, not the core's ``sum(θ·θ)``), the
-    trust ratios on the host; then each scaled tensor's ``buf ← μ·buf + (lr·q)·d``,
-    ``θ ← θ - buf`` as one fused SGD pass (momentum μ, new weight ``lr·q``, rate 1) and the
-    unscaled tensors' (``q = 1``) as one call for them all: 7 passes over a scaled tensor
-    where the exact step makes 16. float32 to a few units in the last place, as the other
-    fused steps (see :func:`_fuses`)."""
+    The norms by ``torch._foreach_norm`` (one pass each, not the core's ``sum(θ·θ)``). On
+    the CPU the trust ratios on the host, then each scaled tensor's ``buf ← μ·buf +
+    (lr·q)·d``, ``θ ← θ - buf`` as one fused SGD pass (momentum μ, new weight ``lr·q``, rate
+    1): 7 passes over a scaled tensor where the exact step makes 16. On an accelerator the
+    ratios stay on the device (reading them would be a host sync): each direction times its
+    ``lr·q`` as a new tensor (one multiply per tensor), then one fused pass for all (new
+    weight 1), some 12 launches and one per tensor where the exact step makes a dozen per
+    tensor. The unscaled tensors (``q = 1``) take one call for them all. float32 to a few
+    units in the last place, as the other fused steps (see :func:`_fuses`)."""
     if (type(rule).update_param is not _LARS_UPDATE or not params
             or torch.compiler.is_compiling()):
         return params
 
+    device = params[0].device
+
     def applies(param: torch.Tensor) -> bool:
         grad = param.grad
-        return (param.dtype is torch.float32 and param.device.type == "cpu"
+        return (param.dtype is torch.float32 and param.device == device
                 and param.is_contiguous() and grad is not None
-                and grad.dtype is torch.float32 and grad.device == param.device)
+                and grad.dtype is torch.float32 and grad.device == device)
 
+    accelerator = device.type in _ACCELERATORS
+    if not (accelerator or device.type == "cpu"):
+        return params
     scaled, plain, others = _split_lars(rule, params, applies)
     if not scaled and not plain:
         return params
@@ -1368,24 +1376,53 @@ def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
         grads = [_grad(p) for p in scaled]
         directions = (torch._foreach_add(grads, scaled, alpha=rule.weight_decay)
                       if rule.weight_decay > 0 else grads)
-        # the trust ratios on the host, in double precision (a handful of numbers: a dozen
-        # small operators' dispatch saved; the fused kernel takes lr·q as a double anyway)
-        norms = torch.stack([*torch._foreach_norm(scaled),
-                             *torch._foreach_norm(directions)]).tolist()
-        trust = rule.trust_coefficient
-        for param, direction, p_norm, d_norm in zip(scaled, directions, norms[:len(scaled)],
-                                                    norms[len(scaled):]):
-            factor = trust * p_norm / d_norm if p_norm > 0 and d_norm > 0 else 1.0
-            if lr * factor >= _LARS_FUSED_LEAST_STEP or momentum <= 0:
-                fused([param], [direction], lr * factor)
-            else:
-                others.append(param)
+        if accelerator:
+            _lars_device_steps_(rule, scaled, grads, directions, lr, fused)
+        else:
+            _lars_host_steps_(rule, scaled, directions, lr, fused, others)
     if plain:
         if lr >= _LARS_FUSED_LEAST_STEP or momentum <= 0:
             fused(plain, [_grad(p) for p in plain], lr)
         else:
             others.extend(plain)
     return others
+
+
+def _lars_host_steps_(rule: Any, scaled: list[torch.Tensor], directions: list[torch.Tensor],
+                      lr: float, fused: Callable[..., None], others: list[torch.Tensor]) -> None:
+    """The CPU's scaled LARS steps of :func:`_lars_fused_step_`: the trust ratios on the host,
+    in double precision (a handful of numbers: a dozen small operators' dispatch saved; the
+    fused kernel takes ``lr·q`` as a double anyway), one fused pass per tensor with its own
+    ``lr·q``; a tensor whose step is under :data:`_LARS_FUSED_LEAST_STEP` joins ``others``."""
+    norms = torch.stack([*torch._foreach_norm(scaled),
+                         *torch._foreach_norm(directions)]).tolist()
+    trust = rule.trust_coefficient
+    for param, direction, p_norm, d_norm in zip(scaled, directions, norms[:len(scaled)],
+                                                norms[len(scaled):]):
+        factor = trust * p_norm / d_norm if p_norm > 0 and d_norm > 0 else 1.0
+        if lr * factor >= _LARS_FUSED_LEAST_STEP or rule.momentum <= 0:
+            fused([param], [direction], lr * factor)
+        else:
+            others.append(param)
+
+
+def _lars_device_steps_(rule: Any, scaled: list[torch.Tensor], grads: list[torch.Tensor],
+                        directions: list[torch.Tensor], lr: float,
+                        fused: Callable[..., None]) -> None:
+    """An accelerator's scaled LARS steps of :func:`_lars_fused_step_`: the trust ratios stay
+    on the device, each direction is multiplied by its ``lr·q`` (in place where it is
+    already a new tensor, not the gradient), and one fused pass with new weight 1 steps them
+    all (no step too small for it: the kernel's weight is exactly 1)."""
+    p_norms = torch.stack(torch._foreach_norm(scaled))
+    d_norms = torch.stack(torch._foreach_norm(directions))
+    trusted = (p_norms > 0) & (d_norms > 0)
+    steps = list(torch.where(trusted, rule.trust_coefficient * p_norms
+                             / torch.where(trusted, d_norms, 1.0), 1.0).mul_(lr).unbind())
+    if directions is grads:  # the caller's gradients: new tensors
+        directions = torch._foreach_mul(grads, steps)
+    else:
+        torch._foreach_mul_(directions, steps)
+    fused(scaled, directions, 1.0)
 
 
 def _lars_group_step_(rule: Any, params: list[torch.Tensor],
