@@ -13,6 +13,7 @@ import tensorflow as tf
 from numpy.testing import assert_allclose
 
 import xrisk.tensorflow as xr
+import xrisk.tensorflow.optim as xr_optim
 from xrisk.optim import Rates, reset_reference
 
 N, BATCH = 24, 8
@@ -146,7 +147,10 @@ def test_in_place_clipped_step_is_the_core_rule_bit_for_bit(config, dtype):
     """The Keras step of a ClippedRule (in place, fewer kernels) equals the core's
     update_param on the same tensors bit for bit, eagerly and under tf.function, across
     update_regularizer; gradients include -0, zeros, huge and tiny values and NaN-free
-    extremes that the clip and the first step's branch must keep exactly."""
+    extremes that the clip and the first step's branch must keep exactly. float32 Adam and
+    momentum SGD run TensorFlow's fused kernels (other roundings of the same update): to
+    1e-4 relative (Adam's kernel weighs the new gradient by ``1 - β`` computed in float32
+    from the float32 β: for β₂ = 0.999, 0.00099998713, 1.3e-5 off the rule's 0.001)."""
     name, arguments = _CLIPPED_CONFIGS[config]
     rng = np.random.default_rng(len(config) + len(dtype))
     edges = np.array([-0.0, 0.0, 1e30, -1e30, 1e-30, 0.999, -1.0, 2.5])
@@ -172,25 +176,33 @@ def test_in_place_clipped_step_is_the_core_rule_bit_for_bit(config, dtype):
             if index == 1:
                 opt.update_regularizer(10.0)
                 slots, divisor = reset_reference(slots), divisor * 10.0
+        if dtype == "float32" and xr_optim._fusable(rule):
+            np.testing.assert_allclose(variable.numpy(), param.numpy(), rtol=1e-4, atol=1e-7,
+                                       err_msg=config)
+            for slot_name, slot in opt._slot_variables[0].items():
+                np.testing.assert_allclose(tf.convert_to_tensor(slot).numpy(),
+                                           getattr(slots, slot_name).numpy(), rtol=1e-4,
+                                           atol=1e-6, err_msg=f"{config} {slot_name}")
+            continue
         np.testing.assert_array_equal(_bits(variable), _bits(param), err_msg=config)
         for slot_name, slot in opt._slot_variables[0].items():
             np.testing.assert_array_equal(_bits(slot), _bits(getattr(slots, slot_name)),
                                           err_msg=f"{config} {slot_name}")
 
 
-def _full_size_operators(make, shape=(7, 5)):
+def _full_size_operators(make, shape=(7, 5), dtype=tf.float64):
     """Operator types of the traced Keras step that write a tensor of the variable's shape
     (the passes over memory), less reads, constants and identities: ops whose output has
     that shape, and in-place variable updates (``AssignAddVariableOp`` ...) of such a
-    value."""
-    variable, grad, opt = tf.Variable(tf.ones(shape)), tf.ones(shape), make()
+    value (float64: the rule's own operations; float32 takes the fused kernels)."""
+    variable, grad, opt = tf.Variable(tf.ones(shape, dtype)), tf.ones(shape, dtype), make()
     graph = tf.function(lambda: opt.apply_gradients([(grad, variable)])
                         ).get_concrete_function().graph
     return collections.Counter(
         op.type for op in graph.get_operations()
         if (op.outputs[0].shape == shape if op.outputs else
-            op.type.endswith("VariableOp") and len(op.inputs) > 1
-            and op.inputs[1].shape == shape)
+            op.type.startswith("ResourceApply") or op.type.endswith("VariableOp")
+            and len(op.inputs) > 1 and op.inputs[1].shape == shape)
         and op.type not in ("ReadVariableOp", "Const", "Identity", "IdentityN",
                             "AssignVariableOp"))
 
@@ -210,8 +222,8 @@ def test_clipped_keras_step_runs_the_rule_s_arithmetic_only():
     sgd = _full_size_operators(lambda: xr.SOAP(mode="sgd", weight_decay=0.0, dampening=0.0))
     assert sgd["SelectV2"] == 0 and sgd["Sub"] == 0 and sgd["ClipByValue"] == 1, sgd
     assert sgd["AssignSubVariableOp"] == 1, sgd
-    variable, opt = tf.Variable(tf.ones((3,))), xr.SOAP(mode="sgd")
-    graph = tf.function(lambda: opt.apply_gradients([(tf.ones((3,)), variable)])
+    variable, opt = tf.Variable(tf.ones((3,), tf.float64)), xr.SOAP(mode="sgd")
+    graph = tf.function(lambda: opt.apply_gradients([(tf.ones((3,), tf.float64), variable)])
                         ).get_concrete_function().graph
     assert "AssignSubVariableOp" in {op.type for op in graph.get_operations()}
 
@@ -222,11 +234,38 @@ def test_momentum_buffer_adds_in_place_after_the_first_step(arguments):
     """SGD's momentum buffer μ·b + (1 - dampening)·d is assigned as μ·b, then the rest
     added in place (one full-size tensor fewer eagerly): the later-steps branch of the
     first-step ``tf.cond`` holds an AssignAddVariableOp (before: the sum assigned)."""
-    variable, opt = tf.Variable(tf.ones((7, 5))), xr.SOAP(mode="sgd", **arguments)
-    function = tf.function(lambda: opt.apply_gradients([(tf.ones((7, 5)), variable)]))
+    variable, opt = tf.Variable(tf.ones((7, 5), tf.float64)), xr.SOAP(mode="sgd", **arguments)
+    function = tf.function(lambda: opt.apply_gradients([(tf.ones((7, 5), tf.float64),
+                                                          variable)]))
     graph = function.get_concrete_function().graph
     branches = {f.signature.name: [n.op for n in f.node_def]
                 for f in graph.as_graph_def().library.function}
     (cond,) = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
     later = branches[cond.get_attr("else_branch").name]
     assert later.count("AssignAddVariableOp") == 1 and "AddV2" not in later, later
+
+
+@pytest.mark.parametrize("name, arguments, kernel, passes", [
+    ("SOAP", {}, "ResourceApplyAdam", {"ClipByValue": 1, "Mul": 1, "AddV2": 1}),
+    ("SOAP", {"amsgrad": True, "weight_decay": 0.0}, "ResourceApplyAdamWithAmsgrad",
+     {"ClipByValue": 1}),
+    ("SOAP", {"mode": "sgd", "weight_decay": 0.0}, "ResourceApplyMomentum",
+     {"ClipByValue": 1, "Mul": 1}),  # (1 - dampening)·d
+    ("SOAP", {"mode": "sgd", "weight_decay": 0.0, "dampening": 0.0},
+     "ResourceApplyMomentum", {"ClipByValue": 1}),
+    ("SOAP", {"mode": "sgd", "weight_decay": 0.0, "dampening": 0.0, "epoch_decay": 0.01},
+     "ResourceApplyMomentum", {"ClipByValue": 1, "Mul": 1, "Sub": 1, "AddV2": 1,
+                               "AssignAddVariableOp": 1}),
+])
+def test_float32_keras_steps_run_one_fused_kernel(name, arguments, kernel, passes):
+    """A float32 step is the direction's operations (the clip; coupled weight decay λθ;
+    the epoch decay ε(θ - θ_ref) and, after the kernel, its iterate sum) and then one
+    fused TensorFlow kernel for the update: no moment, square root or step as its own
+    full-size tensor (Adam took 14 passes, SGD 5-6). Nesterov's momentum keeps the rule's
+    operations (the kernel's Nesterov step is another)."""
+    ops = _full_size_operators(lambda: getattr(xr, name)(**arguments), dtype=tf.float32)
+    assert ops.pop(kernel, 0) == 1, ops
+    assert ops == collections.Counter(passes), ops
+    nesterov = _full_size_operators(
+        lambda: xr.SOAP(mode="sgd", nesterov=True, dampening=0.0), dtype=tf.float32)
+    assert not any(op.startswith("ResourceApply") for op in nesterov), nesterov
