@@ -214,6 +214,36 @@ def check_misuse(strategy) -> list[str]:
     return problems
 
 
+def check_fused_optimizers(strategy) -> list[str]:
+    """The float32 Keras optimizers, whose update is a fused TensorFlow kernel on the
+    variable's handle, under ``model.fit`` with the strategy: each replica's variables are
+    stepped (a stale replica would move the weights off the one-device run's by far more
+    than float32's rounding of the two replicas' gradient sum)."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 5)).astype("float32")
+    y = (rng.random(64) > 0.5).astype("float32")[:, None]
+    problems = []
+    for label, make in (("SOAP adam", lambda: xr.SOAP(learning_rate=1e-2)),
+                        ("SOAP sgd", lambda: xr.SOAP(learning_rate=0.1, mode="sgd"))):
+        weights = []
+        for each in (tf.distribute.OneDeviceStrategy("/cpu:0"), strategy):
+            keras.utils.set_random_seed(0)
+            with each.scope():
+                model = keras.Sequential([keras.Input((5,)),
+                                          keras.layers.Dense(8, activation="relu"),
+                                          keras.layers.Dense(1)])
+                model.compile(optimizer=make(), loss="mse")
+            model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
+            weights.append([w.numpy() for w in model.weights])
+        worst = max(float(np.max(np.abs(a - b))) for a, b in zip(*weights))
+        if not worst <= 1e-6:
+            problems.append(f"float32 {label} under MirroredStrategy: weights off the "
+                            f"one-device run's by {worst:.1e} (expected <= 1e-6)")
+    return problems
+
+
 def main() -> None:
     out = sys.argv[1]
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -231,6 +261,7 @@ def main() -> None:
             problems.append(f"{name}: {type(error).__name__}: {str(error)[:800]}")
         timings[name] = time.perf_counter() - start
     problems += check_misuse(strategy)
+    problems += check_fused_optimizers(strategy)
     with open(out, "w") as f:
         json.dump({"losses": names, "problems": problems, "seconds": timings}, f)
 
