@@ -25,6 +25,7 @@ loss). One eager call before compiling, or the second compile, settles it.
 
     .venv/bin/python benchmarks/bench_torch_compile.py                    # ~4 min (compiles)
     .venv/bin/python benchmarks/bench_torch_compile.py --families "AP + SOAP" --batch-size 64
+    python benchmarks/bench_torch_compile.py --device cuda --families all  # on a GPU (Triton)
 
 The exit status is 1 when a compiled step is slower than the eager one (unless
 ``--report-only``). Needs a C++ compiler for inductor's CPU code (``g++``).
@@ -88,6 +89,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--device", default="cpu",
+                        help="e.g. cuda: the models, batches and tables on the GPU, each round "
+                             "timed after a synchronize")
     args = parser.parse_args(argv)
     args.families = select(args.families)
     return args
@@ -97,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
-    print(f"torch {torch.__version__}, CPU, {args.threads} thread(s), float32, batch "
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    print(f"torch {torch.__version__}, {where}, {args.threads} thread(s), float32, batch "
           f"{args.batch_size}; {args.rounds} interleaved rounds x {args.steps} steps; "
           f"{machine_load()}")
     header = (f"{'family':<22}{'compile s':>10}{'graphs':>7}{'eager µs':>10}{'(IQR)':>8}"
@@ -107,8 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("-" * len(header))
     slower = []
     for family in args.families:
-        eager = family.build("xrisk", args.batch_size, seed=args.seed)
-        fast = family.build("xrisk", args.batch_size, seed=args.seed)
+        eager = family.build("xrisk", args.batch_size, seed=args.seed, device=device)
+        fast = family.build("xrisk", args.batch_size, seed=args.seed, device=device)
         torch._dynamo.reset()
         eager_step = eager.step
         for k in range(2):
@@ -117,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k in range(2, args.warmup):
             eager_step(eager.batches[k % len(eager.batches)])
             step(fast.batches[k % len(fast.batches)])
-        times = interleaved({"eager": step_runner(eager_step, eager.batches, args.steps),
-                             "compiled": step_runner(step, fast.batches, args.steps)},
+        times = interleaved({"eager": step_runner(eager_step, eager.batches, args.steps, sync),
+                             "compiled": step_runner(step, fast.batches, args.steps, sync)},
                             args.rounds)
         s = paired_summary(times["eager"], times["compiled"])
         diff = max(float((p - q).abs().max() / p.abs().max().clamp_min(1e-30))
