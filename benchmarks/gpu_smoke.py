@@ -134,7 +134,8 @@ def torch_gpu(family: Any, args: argparse.Namespace, lib: Any) -> tuple[list[str
 
 
 #: torch.optim's fused optimizers with the arithmetic of an xrisk one (no clip; coupled weight
-#: decay, AdamW's decoupled): xrisk name and options, torch.optim class and options.
+#: decay, AdamW's decoupled): xrisk name and options, torch.optim class and options
+#: (tests/test_optim_torch.py steps them on the CPU, in its layout and a GPU's).
 FUSED_TWINS = [
     ("Adam", {}, torch.optim.Adam, {}),
     ("Adam", {"amsgrad": True, "weight_decay": 1e-2}, torch.optim.Adam,

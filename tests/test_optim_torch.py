@@ -7,7 +7,9 @@ import copy
 import inspect
 import io
 import math
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -467,17 +469,19 @@ def test_a_tile_takes_one_operator_per_term_of_the_update(mode, dtype, monkeypat
     assert ops == expected, (ops, expected)
 
 
-@pytest.mark.parametrize("name, options, baseline, baseline_options", [
-    ("Adam", {}, torch.optim.Adam, {}),
-    ("Adam", {"amsgrad": True, "weight_decay": 1e-2}, torch.optim.Adam,
-     {"amsgrad": True, "weight_decay": 1e-2}),
-    ("AdamW", {"weight_decay": 1e-2}, torch.optim.AdamW, {"weight_decay": 1e-2}),
-    ("SGD", {"momentum": 0.9, "learning_rate": 0.1}, torch.optim.SGD,
-     {"momentum": 0.9, "lr": 0.1}),
-    ("SGD", {"momentum": 0.9, "nesterov": True, "learning_rate": 0.1, "weight_decay": 1e-3},
-     torch.optim.SGD, {"momentum": 0.9, "nesterov": True, "lr": 0.1, "weight_decay": 1e-3}),
-    ("SGD", {"momentum": 0.0, "learning_rate": 0.1}, torch.optim.SGD, {"lr": 0.1}),
-])
+def _fused_twins():
+    """``benchmarks/gpu_smoke.py``'s ``FUSED_TWINS``: the xrisk optimizers whose arithmetic is
+    a ``torch.optim`` optimizer's, which the GPU check and this test both step."""
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        import gpu_smoke
+    finally:
+        sys.path.remove(benchmarks)
+    return gpu_smoke.FUSED_TWINS
+
+
+@pytest.mark.parametrize("name, options, baseline, baseline_options", _fused_twins())
 @pytest.mark.parametrize("threads", [1, 3, "accelerator"])
 def test_float32_steps_are_torch_s_fused_kernels(name, options, baseline, baseline_options,
                                                  threads, monkeypatch):
