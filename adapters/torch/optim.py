@@ -915,12 +915,13 @@ def _fused_direction_members_(rule: Any, grads: list[torch.Tensor],
         return grads, weight_decay
     if not members.scratch[0]:
         if clip != math.inf:
-            directions = torch._foreach_clamp_min(grads, -clip)
+            directions = list(torch._foreach_clamp_min(grads, -clip))
             torch._foreach_clamp_max_(directions, clip)
         if pull is not None:
             references = members.slots["reference"]
             if clip == math.inf:
-                directions = torch._foreach_add(grads, references, alpha=-rule.epoch_decay)
+                directions = list(torch._foreach_add(grads, references,
+                                                     alpha=-rule.epoch_decay))
             else:
                 torch._foreach_add_(directions, references, alpha=-rule.epoch_decay)
             weight_decay += rule.epoch_decay
@@ -1374,7 +1375,7 @@ def _lars_fused_step_(rule: Any, params: list[torch.Tensor],
 
     if scaled:
         grads = [_grad(p) for p in scaled]
-        directions = (torch._foreach_add(grads, scaled, alpha=rule.weight_decay)
+        directions = (list(torch._foreach_add(grads, scaled, alpha=rule.weight_decay))
                       if rule.weight_decay > 0 else grads)
         if accelerator:
             _lars_device_steps_(rule, scaled, grads, directions, lr, fused)
@@ -1419,7 +1420,7 @@ def _lars_device_steps_(rule: Any, scaled: list[torch.Tensor], grads: list[torch
     steps = list(torch.where(trusted, rule.trust_coefficient * p_norms
                              / torch.where(trusted, d_norms, 1.0), 1.0).mul_(lr).unbind())
     if directions is grads:  # the caller's gradients: new tensors
-        directions = torch._foreach_mul(grads, steps)
+        directions = list(torch._foreach_mul(grads, steps))
     else:
         torch._foreach_mul_(directions, steps)
     fused(scaled, directions, 1.0)
