@@ -979,13 +979,20 @@ def _fused_clipped_update_(rule: Any, params: list[torch.Tensor],
 
 def _fused_without_scratch(rule: Any) -> bool:
     """Whether the member step of ``rule`` in float32 is fused with its direction from
-    :func:`_fused_direction_members_` (PDSCA's; the clipped rules' but AdamW's with an epoch
-    decay, whose decay term the AdamW kernel cannot add), so it can run without scratch."""
+    :func:`_fused_direction_members_` (PDSCA's; the clipped rules' of
+    :func:`_fused_direction_applies`), so it can run without scratch."""
     kernel = _rule_kernel(rule)
     if kernel is _pdsca_step_:
         return True
-    return (kernel is _clipped_step_ and _fusable(rule)
-            and not (rule.decoupled_weight_decay and rule.epoch_decay > 0))
+    return kernel is _clipped_step_ and _fusable(rule) and _fused_direction_applies(rule)
+
+
+def _fused_direction_applies(rule: Any) -> bool:
+    """Whether a fused clipped rule's member step takes its direction from
+    :func:`_fused_direction_members_`, which moves the epoch decay's ``ε·θ`` into the
+    kernel's weight decay: all but AdamW with an epoch decay (the AdamW kernel's decay is
+    the decoupled one)."""
+    return not (rule.decoupled_weight_decay and rule.epoch_decay > 0)
 
 
 def _fusable(rule: Any) -> bool:
@@ -1180,7 +1187,7 @@ def _clipped_step_members_(rule: Any, grads: list[torch.Tensor], params: list[to
         else:
             torch._foreach_addcmul_(params, grads, ones, value=-lr)
         return {"count": count + 1}  # no epoch decay: no iterate sum
-    if fused and not (rule.decoupled_weight_decay and rule.epoch_decay > 0):
+    if fused and _fused_direction_applies(rule):
         # (AdamW: weight_decay is 0 here, its kernel adds the decoupled decay)
         directions, decay = _fused_direction_members_(rule, grads, slots.get("reference"),
                                                       scratch, members, weight_decay)
