@@ -371,10 +371,7 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
     if fused:
         del p  # no read of θ held at the kernel (TensorFlow would copy θ for it)
         _fused_update(rule, d, variable, lr, slots, tf.convert_to_tensor(count))
-        optimizer.assign_add(count, tf.constant(1, tf.int32))
-        if rule.epoch_decay > 0:
-            optimizer.assign_add(slots["iterate_sum"], tf.convert_to_tensor(value))
-            optimizer.assign_add(slots["average_count"], tf.constant(1, tf.int32))
+        _count_step(optimizer, rule, slots, value, dtype)
         return
     if rule.mode == "adam":
         beta1, beta2 = rule.betas
@@ -408,15 +405,23 @@ def _clipped_step(optimizer: XRiskOptimizer, rule: Any, gradient: Any, variable:
         step = lr * (d + rule.momentum * buffer if rule.nesterov else buffer)
     else:
         step = lr * d
-    optimizer.assign_add(count, tf.constant(1, tf.int32))
-    new: Any  # θ after the step, read back only for the iterate sum
+    new: Any = value  # θ after the step (the variable, read back for the iterate sum)
     if in_place:
         optimizer.assign_sub(variable, step)
-        new = tf.convert_to_tensor(value) if rule.epoch_decay > 0 else None
     else:
         new = tf.cast(p - step, value.dtype)
         optimizer.assign(variable, new)
+    _count_step(optimizer, rule, slots, new, dtype)
+
+
+def _count_step(optimizer: XRiskOptimizer, rule: Any, slots: dict[str, Any], new: Any,
+                dtype: tf.DType) -> None:
+    """The end of :func:`_clipped_step`: the step's count and, with an epoch decay, the
+    iterate sum of ``new`` (θ after the step: the variable or its new value) in ``dtype``
+    and its count."""
+    optimizer.assign_add(slots["count"], tf.constant(1, tf.int32))
     if rule.epoch_decay > 0:
+        new = tf.convert_to_tensor(new)
         optimizer.assign_add(slots["iterate_sum"], new if new.dtype == dtype
                              else tf.cast(new, dtype))
         optimizer.assign_add(slots["average_count"], tf.constant(1, tf.int32))
