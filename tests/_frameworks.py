@@ -9,7 +9,9 @@ score input and to ``w`` are both checked.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
+from unittest import mock
 
 import array_api_strict
 import jax
@@ -21,6 +23,21 @@ import torch
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 NO_AUTODIFF = ("numpy", "array_api_strict")
 LINKS = ("sigmoid", "identity")
+
+
+@contextlib.contextmanager
+def masked_pairs():
+    """Steps without the labels' host reading: the pairwise losses take their masked B x B
+    layout (``xrisk.losses._binary.Pairs``), as a traced or device step does, where an eager
+    CPU batch takes the compact n+ x n- one; every other host path is kept."""
+    import xrisk._apply
+    from xrisk.losses._base import Step
+
+    def step(backend, xp, valid, host=None):
+        return Step(backend, xp, valid, {k: v for k, v in (host or {}).items()
+                                         if k != "labels"})
+    with mock.patch.object(xrisk._apply, "Step", step):
+        yield
 
 
 class StepResult(NamedTuple):

@@ -194,6 +194,14 @@ class Step:
         self.valid = valid
         self.host = host or {}
 
+    def with_host(self, **readings: Any) -> Step:
+        """This step with ``readings`` in place of the host readings of those inputs
+        (``None`` drops one): a loss that runs another's math on a part of its inputs (a
+        label column) passes that part's reading, or none."""
+        host = {**self.host, **readings}
+        return Step(self.backend, self.xp, self.valid,
+                    {name: value for name, value in host.items() if value is not None})
+
     def stop(self, x: Array) -> Array:
         """The backend's stop-gradient (LibAUC's ``.detach()``)."""
         return self.backend.stop_gradient(x)

@@ -14,9 +14,10 @@ import numpy as np
 
 from .._grouping import KeyGroups, group_keys
 from .._typing import Array, in_dtype
+from ..surrogates import surrogate_loss
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "PositiveRows", "label_masks", "positive_mask"]
+__all__ = ["BinaryLoss", "Pairs", "PositiveRows", "batch_pairs", "label_masks", "positive_mask"]
 
 
 
@@ -44,6 +45,112 @@ def positive_mask(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array | No
     return positive, positive + xp.astype(values == 0, dtype)
 
 
+class Pairs(NamedTuple):
+    r"""The positive-negative pairs of a batch as one matrix: entry (r, c) is
+    :math:`\ell(s_r - s_c)` of row position r and column position c.
+
+    :func:`batch_pairs` lays the same pairs out one of two ways:
+
+    - *compact*, where the input checks read the labels on the host (an eager CPU batch) and
+      the batch has both classes: the R = n+ rows are the positives and the C = n- columns
+      the negatives, each in batch order. Every entry is a pair (``mask`` is ``None``), so a
+      pass over the pairs costs n+ n- elements, a sixth of B x B at 20 % positives.
+    - *masked* (traced or device arrays, or a batch with one class): every position is a row
+      and a column (R = C = B), ``mask`` 1.0 where row i is a positive and column j a
+      negative. Static shapes, no branch on values (jit-safe).
+
+    A loss reads the pairs through :meth:`select`, :meth:`only`, :meth:`on_positives` and
+    :meth:`positive_max`, which do nothing in the compact layout, so its math is written once
+    for both. The layouts add the same terms in another order: their results agree to
+    rounding (float64: ~1e-16 relative), not bit for bit.
+    """
+
+    value: Array  #: (R, C) l(s_r - s_c), differentiable
+    fixed: Array  #: the same, stop-gradient (masks, weights and state are built from it)
+    mask: Array | None  #: (R, C) 1.0 on the pairs, else 0.0; ``None``: every entry is one
+    on: Array | None  #: ``mask > 0`` (bool), built once for every selection over the pairs
+    positive: Array | None  #: (R,) 1.0 at positive rows; ``None``: every row is one
+    rows_at: Array | None  #: compact: (R,) the rows' batch positions (the positives')
+    host_rows: np.ndarray | None  #: compact: the same positions, on the host
+    num_pos: Any  #: () max(n+, 1)
+    num_neg: Any  #: () max(n-, 1)
+    keep: Any  #: () bool: the batch has a pair (and passed the in-graph checks); compact: True
+
+    @property
+    def compact(self) -> bool:
+        return self.mask is None
+
+    def select(self, values: Array, fill: Any, xp: Any) -> Array:
+        """``values`` (R, C) on the pairs, ``fill`` elsewhere (never read off the pairs)."""
+        if self.on is None:
+            return values
+        return xp.where(self.on, values, fill if not isinstance(fill, int | float)
+                        else xp.full_like(values, fill))
+
+    def only(self, values: Array) -> Array:
+        """``values`` (R, C) times the pair mask: 0 off the pairs (values there finite)."""
+        return values if self.mask is None else values * self.mask
+
+    def on_positives(self, values: Array, xp: Any) -> Array:
+        """``values`` (R,) at positive rows, 0 elsewhere."""
+        if self.positive is None:
+            return values
+        return xp.where(self.positive > 0, values, xp.zeros_like(values))
+
+    def positive_and(self, condition: Array) -> Array:
+        """``condition`` (R,) and "row r is a positive"."""
+        return condition if self.positive is None else (self.positive > 0) & condition
+
+    def positive_max(self, values: Array, xp: Any) -> Array:
+        """The maximum of ``values`` (R,) over the positive rows (any value without one)."""
+        if self.positive is None:
+            return xp.max(values)
+        return xp.max(xp.where(self.positive > 0, values, xp.min(values)))
+
+    def if_kept(self, new: Array, old: Array, xp: Any) -> Array:
+        """``new`` for a batch with pairs, ``old`` for one without."""
+        return new if self.keep is True else xp.where(self.keep, new, old)
+
+
+def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, margin: float,
+                scale: float) -> Pairs:
+    """The :class:`Pairs` of a batch: ``scores`` (B,), ``labels`` (B,) (NaN, a missing label
+    of a multi-label column, is in neither class); the surrogate of :mod:`xrisk.surrogates`.
+
+    Compact where ``step.host`` holds the labels' host reading, the in-graph checks are off
+    (``step.valid`` is ``None``) and the batch has both classes; masked otherwise.
+    """
+    xp = step.xp
+    host = step.host.get("labels") if step.valid is None else None
+    if host is not None:
+        flat = np.asarray(host).reshape(-1)
+        positives, negatives = (flat == 1).nonzero()[0], (flat == 0).nonzero()[0]
+        if positives.size and negatives.size:
+            here = step.backend.device(scores)
+            at_pos = xp.asarray(positives, device=here)
+            at_neg = xp.asarray(negatives, device=here)
+            # Gathered along axis 1 of a (1, B) view: TensorFlow's gradient of an axis-0
+            # gather is IndexedSlices, which a caller differentiating with respect to the
+            # scores would get in place of a tensor.
+            row = xp.reshape(scores, (1, -1))
+            value = surrogate_loss(surrogate, xp.reshape(xp.take(row, at_pos, axis=1), (-1, 1))
+                                   - xp.take(row, at_neg, axis=1),
+                                   margin=margin, scale=scale, xp=xp)
+            return Pairs(value, step.stop(value), None, None, None, at_pos, positives,
+                         float(positives.size), float(negatives.size), True)
+    positive, negative, _ = label_masks(labels, scores.dtype, xp)
+    value = surrogate_loss(surrogate, xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
+                           margin=margin, scale=scale, xp=xp)
+    mask = xp.expand_dims(positive, 1) * xp.expand_dims(negative, 0)
+    n_pos, n_neg = xp.sum(positive), xp.sum(negative)
+    # A batch without positives or without negatives has no pair: loss 0, no state write.
+    keep = (n_pos > 0) & (n_neg > 0)
+    if step.valid is not None:
+        keep = keep & step.valid
+    return Pairs(value, step.stop(value), mask, mask > 0, positive, None, None,
+                 xp.clip(n_pos, 1, None), xp.clip(n_neg, 1, None), keep)  # counts
+
+
 class PositiveRows(NamedTuple):
     """The state rows a step reads and writes: those of the batch's positives.
 
@@ -67,6 +174,8 @@ class PositiveRows(NamedTuple):
     def pool(self, values: Array, xp: Any) -> Array:
         """Per-position mean of ``values`` (B,) or (B, C) over each positive's duplicates
         (0 at negatives)."""
+        if self.groups.all_kept:  # every row a positive (compact pairs)
+            return self.groups.mean(values)
         kept = self.groups.keep
         kept = kept if len(values.shape) == 1 else xp.expand_dims(kept, 1)
         return xp.where(kept, self.groups.mean(values), xp.zeros_like(values))
@@ -74,11 +183,16 @@ class PositiveRows(NamedTuple):
     def max(self, values: Array, low: Any, xp: Any) -> Array:
         """Per-position maximum of ``values`` (B,) over each positive's duplicates (``low``
         at negatives)."""
+        if self.groups.all_kept:
+            return self.groups.max(values, low)
         return xp.where(self.groups.keep, self.groups.max(values, low), low)
 
-    def spread(self, new: Array, old: Array, positive: Array, xp: Any) -> Array:
+    def spread(self, new: Array, old: Array, positive: Array | None, xp: Any) -> Array:
         """Rows to write: ``new`` at positives, ``old`` elsewhere, and every non-positive
-        position given the anchor's row, so its write repeats that row's."""
+        position given the anchor's row, so its write repeats that row's (``positive``
+        ``None``: every row is a positive's)."""
+        if positive is None:
+            return new
         is_positive = positive > 0
         if len(new.shape) > 1:
             is_positive = xp.reshape(is_positive, (-1,) + (1,) * (len(new.shape) - 1))
@@ -140,7 +254,15 @@ class BinaryLoss(LossDefinition):
         return group_keys(keys, positive > 0, backend=step.backend, xp=xp,
                           dtype=positive.dtype, host=host)
 
-    def positive_rows(self, step: Step, index: Array, positive: Array) -> PositiveRows:
-        """The rows of the positives of a batch (see :class:`PositiveRows`); ``index`` is the
-        ``index`` input or an injective function of it, as in :meth:`positive_groups`."""
-        return PositiveRows(self.positive_groups(step, index, positive))
+    def positive_rows(self, step: Step, index: Array, pairs: Pairs) -> PositiveRows:
+        """The rows of the positives of a batch (see :class:`PositiveRows`), one per row of
+        ``pairs``; ``index`` is the ``index`` input or an injective function of it, as in
+        :meth:`positive_groups`."""
+        if pairs.rows_at is None:
+            return PositiveRows(self.positive_groups(step, index, pairs.positive))
+        host = step.host.get("index")  # ranks only: a shifted index ranks the same
+        if host is not None:
+            host = np.asarray(host).reshape(-1)[pairs.host_rows]
+        keys = step.xp.take(index, pairs.rows_at, axis=0)
+        return PositiveRows(group_keys(keys, backend=step.backend, xp=step.xp,
+                                       dtype=pairs.value.dtype, host=host))

@@ -19,9 +19,9 @@ from .._arguments import check_choice, check_count, check_fraction, check_positi
 from .._domain import COUNT
 from .._state import StateTable, axis_size
 from .._typing import Array, in_dtype
-from ..surrogates import check_surrogate, softplus, surrogate_loss
+from ..surrogates import check_surrogate, softplus
 from ._base import Auxiliary, NoState, Step
-from ._binary import BinaryLoss
+from ._binary import BinaryLoss, batch_pairs
 from .auc import AUCMLoss, AUCMParams, aucm_value
 
 __all__ = [
@@ -106,15 +106,10 @@ class PairwiseAUCLoss(BinaryLoss):
 
     def _loss(self, step: Step, state: NoState, params: Any, scores: Array, labels: Array,
               index: Array | None) -> tuple[Array, NoState]:
-        xp = step.xp
-        positive = in_dtype(labels, scores.dtype, xp)
-        pairs = xp.expand_dims(positive, 1) * xp.expand_dims(1 - positive, 0)  # (B, B)
-        values = surrogate_loss(
-            self.surrogate, xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
-            margin=self.margin, scale=self.scale, xp=xp,
-        )  # every surrogate is finite, so masked pairs contribute 0 to value and gradient
-        count = xp.sum(pairs)
-        return xp.sum(values * pairs) / xp.maximum(count, xp.ones_like(count)), state
+        pairs = batch_pairs(step, scores, labels, surrogate=self.surrogate,
+                            margin=self.margin, scale=self.scale)
+        # Every surrogate is finite, so masked pairs contribute 0 to value and gradient.
+        return step.xp.sum(pairs.only(pairs.value)) / (pairs.num_pos * pairs.num_neg), state
 
 
 class CrossEntropyLoss(BinaryLoss):

@@ -30,6 +30,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._state import StateTable
 from .._typing import Array, in_dtype
@@ -228,13 +230,16 @@ class _PerLabelLoss(_MultiLabelLoss):
                      if table.keys is None}
         tables = state._asdict()
         rows: dict[str, list[Array]] = {name: [] for name in per_label}
+        columns = self._host_columns(step, task)
         total = None
         for t in range(self.num_labels):
             inner_state = self.inner.state_type(**{
                 name: value[t, ...] if name in per_label else value
                 for name, value in tables.items()
             })
-            value, new = self.inner._loss(step, inner_state, NO_PARAMS, scores=scores[:, t],
+            inner_step = step.with_host(labels=None if columns is None else columns[:, t])
+            value, new = self.inner._loss(inner_step, inner_state, NO_PARAMS,
+                                          scores=scores[:, t],
                                           labels=values[:, t],
                                           index=index + t * self.num_samples)
             for name, entry in new._asdict().items():
@@ -246,6 +251,23 @@ class _PerLabelLoss(_MultiLabelLoss):
         for name, entries in rows.items():
             tables[name] = xp.stack(entries, axis=0)
         return total / count, self.state_type(**tables)
+
+
+    @staticmethod
+    def _host_columns(step: Step, task: Array | None) -> np.ndarray | None:
+        """The labels (B, K) as read on the host, NaN throughout each label ``task`` leaves
+        out (as :meth:`_columns`), for the single-label math's host paths; ``None`` where
+        the labels (or a given ``task``) were not read there."""
+        labels = step.host.get("labels")
+        if labels is None or task is None:
+            return labels
+        tasks = step.host.get("task")
+        if tasks is None:
+            return None
+        labels = np.asarray(labels, dtype=np.float64)
+        active = np.zeros(labels.shape[1], dtype=bool)
+        active[np.asarray(tasks).reshape(-1)] = True
+        return np.where(active, labels, np.nan)
 
 
 # --------------------------------------------------------------------------- mean AP

@@ -28,9 +28,9 @@ from .._domain import REAL, UNIT_INTERVAL
 from .._registry import by_mode, modes_of
 from .._state import SHIFTED_MEAN, StateTable
 from .._typing import Array, in_dtype
-from ..surrogates import check_surrogate, surrogate_loss
+from ..surrogates import check_surrogate
 from ._base import LOSSES, Step
-from ._binary import BinaryLoss, PositiveRows, label_masks
+from ._binary import BinaryLoss, Pairs, PositiveRows, batch_pairs
 
 __all__ = [
     "PAUC_MODES",
@@ -50,48 +50,25 @@ __all__ = [
 
 # --------------------------------------------------------------------------- shared math
 
-class _Pairs(NamedTuple):
-    """The (positive, negative) pairs of one batch; every matrix is (B, B), row i, column j."""
-
-    value: Array  #: l(s_i - s_j), differentiable
-    fixed: Array  #: the same, stop-gradient (masks, weights and state are built from it)
-    mask: Array  #: 1.0 where i is a positive and j a negative, else 0.0
-    on: Array  #: ``mask > 0`` (bool), built once for every selection over the pairs
-    positive: Array  #: (B,) 1.0 at positives
-    num_pos: Array  #: () max(n+, 1)
-    num_neg: Array  #: () max(n-, 1)
-    keep: Array  #: () bool: the batch has a pair (and passed the in-graph checks)
-
-
 class _PairwiseLoss(BinaryLoss):
-    """What the four losses share: the pair matrix, the rows of positives, the write rule."""
+    """What the four losses share: the pairs (:class:`~xrisk.losses._binary.Pairs`, compact
+    or masked), the rows of positives, the write rule. Every per-row quantity is (R,), one
+    per row of the pairs, and every pair matrix (R, C)."""
 
     margin: float
     surrogate: str
     scale: float
 
-    def _pairs(self, step: Step, scores: Array, labels: Array) -> _Pairs:
-        xp = step.xp
-        # NaN labels (a missing label of a multi-label column) are in neither class.
-        positive, negative, _ = label_masks(labels, scores.dtype, xp)
-        value = surrogate_loss(self.surrogate,
-                               xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
-                               margin=self.margin, scale=self.scale, xp=xp)
-        mask = xp.expand_dims(positive, 1) * xp.expand_dims(negative, 0)
-        n_pos, n_neg = xp.sum(positive), xp.sum(negative)
-        # A batch without positives or without negatives has no pair: loss 0, no state write.
-        keep = (n_pos > 0) & (n_neg > 0)
-        if step.valid is not None:
-            keep = keep & step.valid
-        return _Pairs(value, step.stop(value), mask, mask > 0, positive,
-                      xp.clip(n_pos, 1, None), xp.clip(n_neg, 1, None), keep)  # counts
+    def _pairs(self, step: Step, scores: Array, labels: Array) -> Pairs:
+        return batch_pairs(step, scores, labels, surrogate=self.surrogate,
+                           margin=self.margin, scale=self.scale)
 
     @staticmethod
     def _gather(xp: Any, table: Array, rows: PositiveRows, dtype: Any) -> Array:
         return in_dtype(xp.take(table, rows.rows, axis=0), dtype, xp)
 
     @staticmethod
-    def _write(step: Step, table: Array, rows: PositiveRows, pairs: _Pairs, new: Array,
+    def _write(step: Step, table: Array, rows: PositiveRows, pairs: Pairs, new: Array,
                old: Array) -> tuple[Array, Array]:
         """Write the positives' new rows (none for a batch without pairs); return the table
         and the rows as stored (in the table's dtype, cast back), which the weights use.
@@ -102,8 +79,10 @@ class _PairwiseLoss(BinaryLoss):
         adversarial scatter order)."""
         xp = step.xp
         dtype = old.dtype
-        new = rows.spread(xp.where(pairs.keep, new, old), old, pairs.positive, xp)
-        if new.dtype != table.dtype:
+        new = rows.spread(pairs.if_kept(new, old, xp), old, pairs.positive, xp)
+        if new.dtype != table.dtype and pairs.compact:  # every row moves
+            new = xp.astype(new, table.dtype)
+        elif new.dtype != table.dtype:
             # A batch without pairs writes its rows back as stored, not through the scores'
             # dtype (which would cut the digits of a float64 table under float32 scores).
             old = xp.take(table, rows.rows, axis=0)
@@ -112,10 +91,10 @@ class _PairwiseLoss(BinaryLoss):
         return step.write_rows(table, rows.rows, new, equal_duplicates=True), stored
 
     @staticmethod
-    def _mean_over_pairs(xp: Any, weights: Array, pairs: _Pairs) -> Array:
+    def _mean_over_pairs(xp: Any, weights: Array, pairs: Pairs) -> Array:
         """sum_ij sg(weights_ij) l_ij / (n+ n-) over the pairs: 0, with a zero gradient,
         without pairs (weights off the pairs are never read, not even as 0 * inf)."""
-        weights = xp.where(pairs.on, weights, xp.zeros_like(weights))
+        weights = pairs.select(weights, 0, xp)
         return xp.sum(weights * pairs.value) / (pairs.num_pos * pairs.num_neg)
 
 
@@ -136,17 +115,17 @@ def _log_shift(xp: Any, old_tilde: Array, old_shift: Array, largest: Array, gamm
     return shift, carried
 
 
-def _kl_rows(xp: Any, rows: PositiveRows, old: Array, z: Array, pairs: _Pairs,
+def _kl_rows(xp: Any, rows: PositiveRows, old: Array, z: Array, pairs: Pairs,
              gamma: float) -> Array:
-    r"""New rows [u~, c] (B, 2) of :math:`u_i \leftarrow (1-\gamma)u_i + \gamma\,
-    \frac1{n_-}\sum_j e^{z_{ij}}`, pooled over the duplicates of a positive; ``old`` (B, 2)
-    are the gathered rows, ``z`` (B, B) the detached exponents."""
-    low = xp.min(z)  # a finite fill below every pair's z, for the masked maxima
-    largest = xp.max(xp.where(pairs.on, z, low), axis=1)
+    r"""New rows [u~, c] (R, 2) of :math:`u_i \leftarrow (1-\gamma)u_i + \gamma\,
+    \frac1{n_-}\sum_j e^{z_{ij}}`, pooled over the duplicates of a positive; ``old`` (R, 2)
+    are the gathered rows, ``z`` (R, C) the detached exponents."""
+    low = None if pairs.compact else xp.min(z)  # a fill below every pair's z (masked maxima)
+    largest = xp.max(pairs.select(z, low, xp), axis=1)
     largest = rows.max(largest, low, xp)
     shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, gamma)
-    exponent = xp.where(pairs.on, z - xp.expand_dims(shift, 1), xp.zeros_like(z))
-    fresh = xp.sum(xp.exp(exponent) * pairs.mask, axis=1) / pairs.num_neg  # each <= 1
+    exponent = pairs.select(z - xp.expand_dims(shift, 1), 0, xp)
+    fresh = xp.sum(pairs.only(xp.exp(exponent)), axis=1) / pairs.num_neg  # each <= 1
     return xp.stack([carried + gamma * rows.pool(fresh, xp), shift], axis=1)
 
 
@@ -249,9 +228,9 @@ class pAUC_CVaR_Loss(_PairwiseLoss):
               labels: Array, index: Array) -> tuple[Array, pAUC_CVaR_State]:
         xp = step.xp
         pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs.positive)
-        old = self._gather(xp, state.threshold, rows, scores.dtype)  # (B,)
-        hit = xp.astype(pairs.fixed > xp.expand_dims(old, 1), scores.dtype) * pairs.mask
+        rows = self.positive_rows(step, index, pairs)
+        old = self._gather(xp, state.threshold, rows, scores.dtype)  # (R,)
+        hit = pairs.only(xp.astype(pairs.fixed > xp.expand_dims(old, 1), scores.dtype))
         bracket = 1 - xp.sum(hit, axis=1) / (self.beta * pairs.num_neg)
         new = old - self.eta * rows.pool(bracket, xp)
         table, _ = self._write(step, state.threshold, rows, pairs, new, old)
@@ -356,17 +335,16 @@ class pAUC_DRO_Loss(_PairwiseLoss):
               labels: Array, index: Array) -> tuple[Array, pAUC_DRO_State]:
         xp = step.xp
         pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs.positive)
+        rows = self.positive_rows(step, index, pairs)
         z = pairs.fixed / self.lam
-        old = self._gather(xp, state.u, rows, scores.dtype)  # (B, 2)
+        old = self._gather(xp, state.u, rows, scores.dtype)  # (R, 2)
         new = _kl_rows(xp, rows, old, z, pairs, self.gamma)
         table, stored = self._write(step, state.u, rows, pairs, new, old)
         # u~ > 0 at the positives of a batch with pairs; elsewhere (and in a batch without
         # pairs, whose rows keep their initial 0) it is replaced by 1, so nothing divides by 0.
-        tilde = xp.where((pairs.positive > 0) & (stored[:, 0] > 0), stored[:, 0],
+        tilde = xp.where(pairs.positive_and(stored[:, 0] > 0), stored[:, 0],
                          xp.ones_like(stored[:, 0]))
-        exponent = xp.where(pairs.on, z - xp.expand_dims(stored[:, 1], 1),
-                            xp.zeros_like(z))  # <= 0 on pairs
+        exponent = pairs.select(z - xp.expand_dims(stored[:, 1], 1), 0, xp)  # <= 0 on pairs
         weights = xp.exp(exponent) / xp.expand_dims(tilde, 1)
         return self._mean_over_pairs(xp, weights, pairs), pAUC_DRO_State(u=table)
 
@@ -476,23 +454,22 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         gamma0, gamma1 = self.gammas
         ratio = self.lam / self.tau
         pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs.positive)
+        rows = self.positive_rows(step, index, pairs)
         z = pairs.fixed / self.lam
         old = self._gather(xp, state.u, rows, scores.dtype)
         new = _kl_rows(xp, rows, old, z, pairs, gamma0)
         table, stored = self._write(step, state.u, rows, pairs, new, old)
 
-        is_positive = pairs.positive > 0
         tilde = stored[:, 0]  # > 0 at positives of a batch with pairs; else replaced by 1
-        log_tilde = xp.log(xp.where(is_positive & (tilde > 0), tilde, xp.ones_like(tilde)))
+        log_tilde = xp.log(xp.where(pairs.positive_and(tilde > 0), tilde, xp.ones_like(tilde)))
         shift = stored[:, 1]
-        v = ratio * (log_tilde + shift)  # r log u_i, (B,)
-        largest = xp.max(xp.where(is_positive, v, xp.min(v)))
+        v = ratio * (log_tilde + shift)  # r log u_i, (R,)
+        largest = pairs.positive_max(v, xp)
         old_w = xp.astype(state.w, scores.dtype)
         w_shift, carried = _log_shift(xp, old_w[0], old_w[1], largest, gamma1)
-        exponent = xp.where(is_positive, v - w_shift, xp.zeros_like(v))  # <= 0 at positives
-        fresh = xp.sum(xp.exp(exponent) * pairs.positive) / pairs.num_pos
-        new_w = xp.where(pairs.keep, xp.stack([carried + gamma1 * fresh, w_shift]), old_w)
+        exponent = pairs.on_positives(v - w_shift, xp)  # <= 0 at positives
+        fresh = xp.sum(pairs.on_positives(xp.exp(exponent), xp)) / pairs.num_pos
+        new_w = pairs.if_kept(xp.stack([carried + gamma1 * fresh, w_shift]), old_w, xp)
         w_table = in_dtype(new_w, state.w.dtype, xp)
         stored_w = in_dtype(w_table, scores.dtype, xp)  # the weights use the stored w
         w_tilde = xp.where(stored_w[0] > 0, stored_w[0], xp.ones_like(stored_w[0]))
@@ -501,7 +478,7 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         # log weight = r log u - d - log w~ + (z - c) - log u~: each large pair cancels first.
         outer = v - w_shift - xp.log(w_tilde) - log_tilde
         exponent = xp.expand_dims(outer, 1) + (z - xp.expand_dims(shift, 1))
-        weights = xp.exp(xp.where(pairs.on, exponent, xp.zeros_like(z)))
+        weights = xp.exp(pairs.select(exponent, 0, xp))
         loss = self._mean_over_pairs(xp, weights, pairs)
         return loss, tpAUC_KL_State(u=table, w=w_table)
 
@@ -609,13 +586,13 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
         xp = step.xp
         dtype = scores.dtype
         pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs.positive)
-        old = self._gather(xp, state.u, rows, dtype)  # (B, 3): u, s1, dual
+        rows = self.positive_rows(step, index, pairs)
+        old = self._gather(xp, state.u, rows, dtype)  # (R, 3): u, s1, dual
         s1, dual = old[:, 1], old[:, 2]
         s2 = xp.astype(state.s2, dtype)
         excess = pairs.fixed - xp.expand_dims(s1, 1)
-        hit = xp.astype(excess > 0, dtype) * pairs.mask
-        above = xp.sum(xp.where(excess > 0, excess, xp.zeros_like(excess)) * pairs.mask, axis=1)
+        hit = pairs.only(xp.astype(excess > 0, dtype))
+        above = xp.sum(pairs.only(xp.where(excess > 0, excess, xp.zeros_like(excess))), axis=1)
         u = s1 + rows.pool(above / pairs.num_neg, xp) / self.theta_1
         dual = xp.clip(dual + self.alpha * (u - s2) / self.theta_0, min=0.0, max=1.0)
         dual = in_dtype(in_dtype(dual, state.u.dtype, xp), dtype, xp)  # the stored dual
@@ -625,8 +602,8 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
 
         weights = xp.expand_dims(dual, 1) * hit / (self.theta_0 * self.theta_1)
         loss = self._mean_over_pairs(xp, weights, pairs)
-        mean_dual = xp.sum(dual * pairs.positive) / pairs.num_pos
-        new_s2 = xp.where(pairs.keep, s2 - self.beta_1 * (1 - mean_dual / self.theta_0), s2)
+        mean_dual = xp.sum(pairs.on_positives(dual, xp)) / pairs.num_pos
+        new_s2 = pairs.if_kept(s2 - self.beta_1 * (1 - mean_dual / self.theta_0), s2, xp)
         return loss, tpAUC_CVaR_State(u=table, s2=in_dtype(new_s2, state.s2.dtype, xp))
 
 

@@ -1,0 +1,152 @@
+"""The two layouts of a batch's positive-negative pairs (``xrisk.losses._binary.Pairs``).
+
+An eager CPU batch, whose labels the input checks read on the host, gives the pairwise losses
+their pairs compact: n+ positive rows by n- negative columns, LibAUC's layout. A traced or
+device batch gives them masked: B x B with a mask. Both are the same math; these tests run
+every pairwise loss both ways on drawn batches (duplicate indices, one-class batches, missing
+multi-label entries, inactive labels, mixed state dtypes) and compare loss, gradient and
+state over several steps, and check that the compact layout is the one an eager batch gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from unittest import mock
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+import xrisk
+import xrisk.losses._binary as binary
+import xrisk.tensorflow as xtf
+from tests._frameworks import masked_pairs
+
+NUM_SAMPLES = 6  # a small key space: duplicate indices are common
+NUM_LABELS = 3
+BINARY = {
+    "pAUC_CVaR_Loss": {"num_samples": NUM_SAMPLES, "beta": 0.5},
+    "pAUC_DRO_Loss": {"num_samples": NUM_SAMPLES, "gamma": 0.7, "lam": 0.5},
+    "tpAUC_KL_Loss": {"num_samples": NUM_SAMPLES, "tau": 0.5, "gammas": (0.8, 0.6)},
+    "tpAUC_CVaR_Loss": {"num_samples": NUM_SAMPLES, "margin": 1.0},
+    "PairwiseAUCLoss": {"surrogate": "squared_hinge"},
+}
+MULTILABEL_MODES = ("SOPA", "1w", "2w", "STACO")
+
+
+@contextlib.contextmanager
+def _pair_shapes(shapes):
+    """Record the shape of every pair matrix the surrogate is evaluated on."""
+    real = binary.surrogate_loss
+
+    def recording(name, t, **kwargs):
+        shapes.append(tuple(t.shape))
+        return real(name, t, **kwargs)
+    with mock.patch.object(binary, "surrogate_loss", recording):
+        yield
+
+
+def _run(definition, batches, state_dtype):
+    """(loss, d loss / d scores, state) after each batch, one eager torch float64 run."""
+    state = definition.init(xp=xrisk.backends.get_backend("torch").namespace,
+                            dtype=state_dtype)
+    out = []
+    for scores, labels, index, task in batches:
+        s = torch.tensor(scores, requires_grad=True)
+        extra = () if task is None else (torch.as_tensor(task),)
+        loss, state = definition.apply(state, s, torch.as_tensor(labels),
+                                       torch.as_tensor(index), *extra)
+        loss.backward()
+        out.append((float(loss.detach()), s.grad.numpy().copy(),
+                    {k: v.detach().numpy().copy() for k, v in state._asdict().items()}))
+    return out
+
+
+def _assert_same_runs(compact, masked):
+    for step, ((loss, grad, state), (want, want_grad, want_state)) in enumerate(
+            zip(compact, masked, strict=True)):
+        assert_allclose(loss, want, rtol=1e-12, atol=1e-15, err_msg=f"loss, step {step}")
+        assert_allclose(grad, want_grad, rtol=1e-11, atol=1e-14, err_msg=f"grad, step {step}")
+        for field, table in state.items():
+            assert table.dtype == want_state[field].dtype
+            assert_allclose(table, want_state[field], rtol=1e-12, atol=1e-14,
+                            err_msg=f"{field}, step {step}")
+
+
+@st.composite
+def _batches(draw, multilabel):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    size = draw(st.integers(2, 16))
+    share = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))  # one-class batches included
+    batches = []
+    for _ in range(3):
+        shape = (size, NUM_LABELS) if multilabel else (size,)
+        labels = (rng.random(shape) < share).astype(np.float64)
+        if multilabel:
+            labels[rng.random(shape) < 0.2] = np.nan  # missing entries
+        index = rng.integers(0, NUM_SAMPLES, size)
+        task = rng.integers(0, NUM_LABELS, size) if multilabel and rng.random() < 0.5 else None
+        batches.append((rng.random(shape), labels if multilabel else labels.astype(np.int64),
+                        index, task))
+    return batches
+
+
+@given(batches=_batches(multilabel=False), state_dtype=st.sampled_from(["float64", "float32"]))
+def test_compact_pairs_equal_masked_pairs_for_every_binary_pairwise_loss(batches, state_dtype):
+    for name, hyper in BINARY.items():
+        definition = xrisk.LOSSES[name](**hyper)
+        dtype = getattr(torch, state_dtype)
+        compact = _run(definition, batches, dtype)
+        with masked_pairs():
+            masked = _run(definition, batches, dtype)
+        _assert_same_runs(compact, masked)
+
+
+@given(batches=_batches(multilabel=True), mode=st.sampled_from(MULTILABEL_MODES))
+def test_compact_pairs_equal_masked_pairs_for_multilabel_pauc(batches, mode):
+    definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode=mode)
+    compact = _run(definition, batches, torch.float64)
+    with masked_pairs():
+        masked = _run(definition, batches, torch.float64)
+    _assert_same_runs(compact, masked)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_an_eager_cpu_batch_pairs_only_its_positives_with_its_negatives(name):
+    definition = xrisk.LOSSES[name](**BINARY[name])
+    labels = np.array([1, 0, 0, 1, 0, 0, 0], dtype=np.int64)
+    batch = [(np.linspace(0.1, 0.9, 7), labels, np.arange(7) % NUM_SAMPLES, None)]
+    shapes: list[tuple[int, ...]] = []
+    with _pair_shapes(shapes):
+        _run(definition, batch, torch.float64)
+    assert shapes == [(2, 5)]  # n+ x n-, not 7 x 7
+    shapes.clear()
+    with _pair_shapes(shapes), masked_pairs():
+        _run(definition, batch, torch.float64)
+    assert shapes == [(7, 7)]
+
+
+def test_multilabel_pauc_pairs_each_label_column_compactly_and_skips_inactive_labels():
+    definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode="1w")
+    labels = np.array([[1, 0, 1], [0, 1, 0], [0, np.nan, 1], [1, 0, 0]])
+    task = np.array([0, 0, 2, 2])  # label 1 inactive: NaN throughout, no pair
+    batch = [(np.full((4, 3), 0.5), labels, np.arange(4), task)]
+    shapes: list[tuple[int, ...]] = []
+    with _pair_shapes(shapes):
+        _run(definition, batch, torch.float64)
+    assert shapes == [(2, 2), (4, 4), (2, 2)]  # label 1 masked (no pair), the others n+ x n-
+
+
+def test_tensorflow_gradient_of_compact_pairs_is_a_dense_tensor():
+    loss_fn = xtf.pAUC_DRO_Loss(num_samples=4, dtype="float64")
+    scores = tf.constant([0.9, 0.2, 0.6, 0.4], dtype=tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(scores)
+        loss = loss_fn(scores, tf.constant([1, 0, 1, 0]), tf.constant([0, 1, 2, 3]))
+    grad = tape.gradient(loss, scores)
+    assert isinstance(grad, tf.Tensor)  # not IndexedSlices
+    assert np.all(np.isfinite(grad.numpy())) and np.any(grad.numpy() != 0)
