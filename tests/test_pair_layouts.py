@@ -1,11 +1,13 @@
-"""The two layouts of a batch's positive-negative pairs (``xrisk.losses._binary.Pairs``).
+"""The two layouts of a batch's pairs: compact on an eager CPU batch, masked elsewhere.
 
 An eager CPU batch, whose labels the input checks read on the host, gives the pairwise losses
-their pairs compact: n+ positive rows by n- negative columns, LibAUC's layout. A traced or
-device batch gives them masked: B x B with a mask. Both are the same math; these tests run
-every pairwise loss both ways on drawn batches (duplicate indices, one-class batches, missing
-multi-label entries, inactive labels, mixed state dtypes) and compare loss, gradient and
-state over several steps, and check that the compact layout is the one an eager batch gets.
+their pairs compact (``xrisk.losses._binary.Pairs``): n+ positive rows by n- negative
+columns, LibAUC's layout; AP and mean AP compute their per-positive terms for the positives
+only (``PositivePicks``): a (B, n+) pair matrix. A traced or device batch gives them masked:
+B x B with a mask. Both are the same math; these tests run every such loss both ways on drawn
+batches (duplicate indices, one-class batches, missing multi-label entries, inactive labels,
+mixed state dtypes) and compare loss, gradient and state over several steps, and check that
+the compact layout is the one an eager batch gets.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from numpy.testing import assert_allclose
 
 import xrisk
 import xrisk.losses._binary as binary
+import xrisk.losses.ap as ap
 import xrisk.tensorflow as xtf
 from tests._frameworks import masked_pairs
 
@@ -34,8 +37,13 @@ BINARY = {
     "tpAUC_KL_Loss": {"num_samples": NUM_SAMPLES, "tau": 0.5, "gammas": (0.8, 0.6)},
     "tpAUC_CVaR_Loss": {"num_samples": NUM_SAMPLES, "margin": 1.0},
     "PairwiseAUCLoss": {"surrogate": "squared_hinge"},
+    "APLoss": {"num_samples": NUM_SAMPLES, "gamma": 0.7},
 }
-MULTILABEL_MODES = ("SOPA", "1w", "2w", "STACO")
+MULTILABEL = {
+    **{f"MultiLabelpAUCLoss {mode}": (xrisk.MultiLabelpAUCLoss, {"mode": mode})
+       for mode in ("SOPA", "1w", "2w", "STACO")},
+    "meanAveragePrecisionLoss": (xrisk.meanAveragePrecisionLoss, {"gamma": 0.7}),
+}
 
 
 @contextlib.contextmanager
@@ -46,7 +54,8 @@ def _pair_shapes(shapes):
     def recording(name, t, **kwargs):
         shapes.append(tuple(t.shape))
         return real(name, t, **kwargs)
-    with mock.patch.object(binary, "surrogate_loss", recording):
+    with mock.patch.object(binary, "surrogate_loss", recording), \
+            mock.patch.object(ap, "surrogate_loss", recording):
         yield
 
 
@@ -106,9 +115,10 @@ def test_compact_pairs_equal_masked_pairs_for_every_binary_pairwise_loss(batches
         _assert_same_runs(compact, masked)
 
 
-@given(batches=_batches(multilabel=True), mode=st.sampled_from(MULTILABEL_MODES))
-def test_compact_pairs_equal_masked_pairs_for_multilabel_pauc(batches, mode):
-    definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode=mode)
+@given(batches=_batches(multilabel=True), name=st.sampled_from(sorted(MULTILABEL)))
+def test_compact_pairs_equal_masked_pairs_for_the_multilabel_losses(batches, name):
+    build, hyper = MULTILABEL[name]
+    definition = build(NUM_LABELS, num_samples=NUM_SAMPLES, **hyper)
     compact = _run(definition, batches, torch.float64)
     with masked_pairs():
         masked = _run(definition, batches, torch.float64)
@@ -123,11 +133,26 @@ def test_an_eager_cpu_batch_pairs_only_its_positives_with_its_negatives(name):
     shapes: list[tuple[int, ...]] = []
     with _pair_shapes(shapes):
         _run(definition, batch, torch.float64)
-    assert shapes == [(2, 5)]  # n+ x n-, not 7 x 7
+    # n+ x n- (AP: every example x n+), not 7 x 7
+    assert shapes == ([(7, 2)] if name == "APLoss" else [(2, 5)])
     shapes.clear()
     with _pair_shapes(shapes), masked_pairs():
         _run(definition, batch, torch.float64)
     assert shapes == [(7, 7)]
+
+
+def test_mean_ap_picks_each_label_columns_positives():
+    definition = xrisk.meanAveragePrecisionLoss(NUM_LABELS, num_samples=NUM_SAMPLES)
+    labels = np.array([[1, 0, 1], [0, 1, 0], [0, np.nan, 1], [1, 0, 0]])
+    shapes: list[tuple[int, ...]] = []
+    with _pair_shapes(shapes):
+        _run(definition, [(np.full((4, 3), 0.5), labels, np.arange(4), None)], torch.float64)
+    assert shapes == [(4, 2), (4, 1), (4, 2)]
+    shapes.clear()  # an inactive label has no positive: every label masked
+    with _pair_shapes(shapes):
+        _run(definition, [(np.full((4, 3), 0.5), labels, np.arange(4), np.array([0, 0, 2, 2]))],
+             torch.float64)
+    assert shapes == [(4, 4)] * 3
 
 
 def test_multilabel_pauc_pairs_each_label_column_compactly_and_skips_inactive_labels():

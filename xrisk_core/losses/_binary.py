@@ -17,7 +17,8 @@ from .._typing import Array, in_dtype
 from ..surrogates import surrogate_loss
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "Pairs", "PositiveRows", "batch_pairs", "label_masks", "positive_mask"]
+__all__ = ["BinaryLoss", "Pairs", "PositivePicks", "PositiveRows", "batch_pairs", "host_labels",
+           "label_masks", "positive_mask", "positive_picks"]
 
 
 
@@ -43,6 +44,62 @@ def positive_mask(labels: Array, dtype: Any, xp: Any) -> tuple[Array, Array | No
         return values, None
     positive = xp.astype(values == 1, dtype)
     return positive, positive + xp.astype(values == 0, dtype)
+
+
+def host_labels(step: Step) -> np.ndarray | None:
+    """The labels as the input checks read them on the host (an eager CPU batch checked
+    there), or ``None`` (traced, on a device, or checked in the graph). Losses take their
+    compact layouts from it: the positions of each class, known without a device operation."""
+    return step.host.get("labels") if step.valid is None else None
+
+
+class PositivePicks(NamedTuple):
+    """The positive positions of each label column of a batch, read on the host
+    (:func:`positive_picks`): the candidates whose per-positive terms a loss computes, where
+    the traced path computes them at every position and masks."""
+
+    host: tuple[np.ndarray, ...]  #: per label, the positives' positions, in batch order
+    device: tuple[Array, ...]  #: the same, on the scores' device
+    counts: tuple[float, ...]  #: per label, n+ (>= 1)
+    bounds: tuple[tuple[int, int], ...]  #: per label, its slice of the picks label by label
+
+    def groups(self, step: Step, index: Array, stride: int | None, dtype: Any) -> KeyGroups:
+        """The picks, label after label, grouped by key (every one kept): label t's positive
+        at position i has key ``t * stride + index[i]`` (one label: ``index[i]``)."""
+        xp = step.xp
+        host = step.host.get("index")
+        if len(self.device) == 1:
+            keys = xp.take(index, self.device[0], axis=0)
+            if host is not None:
+                host = np.asarray(host).reshape(-1)[self.host[0]]
+        else:
+            here = step.backend.device(index)
+            positions = np.concatenate(self.host)
+            offsets = np.repeat(np.arange(len(self.host), dtype=np.int64) * int(stride or 0),
+                                [len(picked) for picked in self.host])
+            keys = (xp.take(index, xp.asarray(positions, device=here), axis=0)
+                    + xp.astype(xp.asarray(offsets, device=here), index.dtype))
+            if host is not None:
+                host = np.asarray(host).reshape(-1)[positions].astype(np.int64) + offsets
+        return group_keys(keys, backend=step.backend, xp=xp, dtype=dtype, host=host)
+
+
+def positive_picks(step: Step, scores: Array, columns: int) -> PositivePicks | None:
+    """The positives of each of the ``columns`` label columns (labels (B,) for one, (B, K)),
+    where :func:`host_labels` reads them and every column has one; ``None`` otherwise (the
+    loss takes its masked path)."""
+    labels = host_labels(step)
+    if labels is None:
+        return None
+    values = np.asarray(labels).reshape(-1, columns)
+    picked = tuple((values[:, t] == 1).nonzero()[0] for t in range(columns))
+    if not all(len(positions) for positions in picked):
+        return None
+    here = step.backend.device(scores)
+    ends = np.cumsum([len(positions) for positions in picked]).tolist()
+    return PositivePicks(picked, tuple(step.xp.asarray(p, device=here) for p in picked),
+                         tuple(float(len(p)) for p in picked),
+                         tuple(zip([0, *ends[:-1]], ends, strict=True)))
 
 
 class Pairs(NamedTuple):
@@ -121,7 +178,7 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
     (``step.valid`` is ``None``) and the batch has both classes; masked otherwise.
     """
     xp = step.xp
-    host = step.host.get("labels") if step.valid is None else None
+    host = host_labels(step)
     if host is not None:
         flat = np.asarray(host).reshape(-1)
         positives, negatives = (flat == 1).nonzero()[0], (flat == 0).nonzero()[0]

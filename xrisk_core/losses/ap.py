@@ -28,7 +28,7 @@ from .._state import StateTable, axis_size
 from .._typing import Array, in_dtype
 from ..surrogates import check_surrogate, surrogate_loss
 from ._base import Step
-from ._binary import BinaryLoss, positive_mask
+from ._binary import BinaryLoss, PositivePicks, positive_mask, positive_picks
 
 __all__ = ["APLoss", "APState"]
 
@@ -169,9 +169,16 @@ class APLoss(BinaryLoss):
         loss's sum stay per label, so each is the same operation on the same shape as in
         the single-label step (a stacked (K, B, B) product or sum takes other kernel paths
         and need not round alike).
+
+        Only positives are candidates i. Where the labels were read on the host (an eager CPU
+        batch, see :func:`~xrisk.losses._binary.positive_picks`) the pair matrix holds the
+        positives' columns only, (B, n+), LibAUC's layout, and the per-position work runs on
+        the positives; elsewhere (traced, on a device) it is (B, B) with every position a
+        column, masked by the labels. The same terms, summed in another order.
         """
         xp, stop = step.xp, step.stop
         columns = None if stride is None else scores.shape[1]
+        picks = positive_picks(step, scores, 1 if columns is None else columns)
         if columns is not None:
             labels = xp.matrix_transpose(labels)  # (K, B): label t's column in row t
         # Floating labels may hold NaN (a missing label of a multi-label column): such an
@@ -186,20 +193,26 @@ class APLoss(BinaryLoss):
         sums = []
         for t in range(1 if columns is None else columns):
             column = scores if columns is None else scores[:, t]
+            candidates = xp.expand_dims(column, 0)  # (1, B)
+            if picks is not None:  # the positives only: (1, n+)
+                candidates = xp.take(candidates, picks.device[t], axis=1)
             # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any
             # example. s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B
             # negation.
             pair = surrogate_loss(
-                self.surrogate, xp.expand_dims(column, 0) + xp.expand_dims(-column, 1),
+                self.surrogate, candidates + xp.expand_dims(-column, 1),
                 margin=self.margin, scale=self.scale, xp=xp,
-            )  # (B, B)
+            )  # (B, B), or (B, n+)
             # Both inner sums of every candidate, sum_j l_ij and sum_j l_ij y_j, in one (2, B)
             # @ (B, B) product: the fast path of matrix products (the (B, B) @ (B, 2) form is
             # several times slower). Its gradient is the FCCO estimate below, so the pair
             # matrix is reduced once, forward and backward.
             inner = (xp.stack([members, positive], axis=0) if columns is None
                      else xp.stack([members[t, ...], positive[t, ...]], axis=0))
-            sums.append(inner @ pair)  # (2, B)
+            sums.append(inner @ pair)  # (2, B), or (2, n+)
+        if picks is not None:
+            return self._picked_losses(step, state, scores, index, stride, picks, sums, batch,
+                                       observed is None)
         every = sums[0] if columns is None else xp.stack(sums, axis=0)  # (2, B) / (K, 2, B)
 
         # The state is written for positives only, so only their rows are read and written;
@@ -210,29 +223,15 @@ class APLoss(BinaryLoss):
         fresh = xp.matrix_transpose(fresh)  # (B, 2) / (K, B, 2): u_all, u_pos per position
         if columns is not None:
             fresh = xp.reshape(fresh, (-1, 2))  # label by label, as the groups' positions
-        estimate = groups.mean(fresh)
-        gathered = xp.take(state.u, groups.rows, axis=0)
-        old = in_dtype(gathered, scores.dtype, xp)
         moved = xp.expand_dims(groups.count > 0, 1)  # false throughout without positives
-        new = xp.where(moved, (1 - self.gamma) * old + self.gamma * estimate, old)
-        new = step.unmoved_as_gathered(new, gathered, moved)
-        # Rows of one index are equal by construction (pooled group rows): no resolution pass.
-        new_state = APState(u=step.write_rows(state.u, groups.rows, new,
-                                              equal_duplicates=True))
-
+        new_state, new = self._moved_rows(step, state, scores, groups, fresh, moved)
         # Weights from the stored (updated) estimators, in the scores' dtype.
         stored = in_dtype(new, scores.dtype, xp)
         u_all, u_pos = stored[:, 0], stored[:, 1]
         if columns is not None:
             # (K, B) with K static: a traced batch size is unknown (None) under tf.function
             u_all, u_pos = xp.reshape(u_all, (columns, -1)), xp.reshape(u_pos, (columns, -1))
-        # u_all > 0 for a positive in exact arithmetic (the pair (i, i) gives l(0) > 0), but a
-        # tiny margin or a half-precision dtype underflows it: floor it at the square root of
-        # the smallest normal number of the scores' dtype, so that u_all**2 stays normal and
-        # the weight (at most 1 / floor) finite (float32: 1.1e-19, float16: 7.8e-3).
-        floor = float(xp.finfo(scores.dtype).smallest_normal) ** 0.5
-        safe_all = xp.clip(u_all, floor, None)
-        inverse = positive / (safe_all * safe_all)  # 0 at negatives
+        inverse = positive / self._safe_square(xp, u_all)  # 0 at negatives
         # w_ij = (u_pos_i - u_all_i y_j) / u_all_i^2 for positives i, so
         # sum_ij w_ij l_ij = sum_i [u_pos_i sum_j l_ij - u_all_i sum_j l_ij y_j] / u_all_i^2.
         # (No stop-gradient needed: the estimators come from stop(sums) and the state.)
@@ -241,4 +240,57 @@ class APLoss(BinaryLoss):
         if columns is None:
             return [xp.sum(coefficients * every) / scale], new_state
         losses = [xp.sum(coefficients[t, ...] * sums[t]) / scale[t] for t in range(columns)]
+        return losses, new_state
+
+    def _moved_rows(self, step: Step, state: APState, scores: Array, groups: Any,
+                    fresh: Array, moved: Any) -> tuple[APState, Array]:
+        """The moving-average step of the positions' rows and the new state: rows where
+        ``moved`` (one per position; ``True``: all) take ``(1 - gamma) u + gamma fresh``
+        pooled over their group, the others keep what they hold. Returns the state and the
+        new rows in the table's dtype."""
+        xp = step.xp
+        estimate = groups.mean(fresh)
+        gathered = xp.take(state.u, groups.rows, axis=0)
+        old = in_dtype(gathered, scores.dtype, xp)
+        new = (1 - self.gamma) * old + self.gamma * estimate
+        if moved is True:
+            new = in_dtype(new, gathered.dtype, xp)
+        else:
+            new = step.unmoved_as_gathered(xp.where(moved, new, old), gathered, moved)
+        # Rows of one index are equal by construction (pooled group rows): no resolution pass.
+        return APState(u=step.write_rows(state.u, groups.rows, new, equal_duplicates=True)), new
+
+    @staticmethod
+    def _safe_square(xp: Any, u_all: Array) -> Array:
+        """u_all^2 with u_all floored. u_all > 0 for a positive in exact arithmetic (the
+        pair (i, i) gives l(0) > 0), but a tiny margin or a half-precision dtype underflows it:
+        floored at the square root of the smallest normal number of its dtype, u_all**2 stays
+        normal and the weight (at most 1 / floor) finite (float32: 1.1e-19, float16: 7.8e-3)."""
+        floor = float(xp.finfo(u_all.dtype).smallest_normal) ** 0.5
+        safe_all = xp.clip(u_all, floor, None)
+        return safe_all * safe_all
+
+    def _picked_losses(self, step: Step, state: APState, scores: Array, index: Array,
+                       stride: int | None, picks: PositivePicks, sums: list[Array],
+                       batch: Any, all_observed: bool) -> tuple[list[Array], APState]:
+        """:meth:`label_losses` after the pair sums of the positives only (``sums[t]`` (2,
+        n+_t) of label t): the state and the losses on the picked positions, label after
+        label along one axis."""
+        xp, stop = step.xp, step.stop
+        groups = picks.groups(step, index, stride, scores.dtype)
+        # each label's count of examples: () for all, or per label (K,) with NaN labels
+        batches = [batch if all_observed or stride is None else batch[t]
+                   for t in range(len(sums))]
+        fresh = [xp.matrix_transpose(stop(inner) / size)
+                 for inner, size in zip(sums, batches, strict=True)]  # (n+_t, 2) each
+        fresh = fresh[0] if len(fresh) == 1 else xp.concat(fresh, axis=0)
+        new_state, new = self._moved_rows(step, state, scores, groups, fresh, True)
+        stored = in_dtype(new, scores.dtype, xp)
+        coefficients = (xp.stack([stored[:, 1], -stored[:, 0]], axis=0)
+                        * (1 / self._safe_square(xp, stored[:, 0])))  # (2, N)
+        losses = []
+        for t, inner in enumerate(sums):
+            start, end = picks.bounds[t]
+            mine = coefficients if len(sums) == 1 else coefficients[:, start:end]
+            losses.append(xp.sum(mine * inner) / (picks.counts[t] * batches[t]))
         return losses, new_state

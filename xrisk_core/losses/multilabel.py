@@ -357,6 +357,7 @@ class meanAveragePrecisionLoss(_PerLabelLoss):  # noqa: N801  (LibAUC's name)
         # and labels never share a row. Each label's loss is the single-label loss on its
         # column, bit for bit; they are added in label order, as label-by-label calls were.
         values, _, count = self._columns(step, scores, labels, task)
+        step = step.with_host(labels=self._host_columns(step, task))  # task's NaN columns
         losses, new_state = self.inner.label_losses(step, state, scores, values, index,
                                                     stride=self.num_samples)
         total = losses[0]
