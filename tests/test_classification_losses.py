@@ -226,6 +226,48 @@ def test_compositional_auxiliaries_get_gradient_on_auc_steps_only():
             assert any(float(g) != 0.0 for g in grads)
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_compositional_eager_cpu_step_computes_its_phase_only_with_the_same_results(version):
+    """An eager CPU step reads the counter on the host and computes one branch; the value
+    and every gradient (scores, a, b, alpha) equal those of the two-branch step a traced or
+    device step takes."""
+    import contextlib
+    from unittest import mock
+
+    import xrisk.losses.classification as classification
+
+    scores = np.array([0.2, 0.7, 0.4, 0.9, 0.55])
+    labels = torch.tensor([0, 1, 0, 1, 0])
+    runs = {}
+    for layout in ("one branch", "both branches"):
+        loss_fn = xtorch.CompositionalAUCLoss(k=2, version=version, dtype="float64")
+        with torch.no_grad():
+            loss_fn.a.fill_(0.3), loss_fn.b.fill_(0.6), loss_fn.alpha.fill_(0.2)
+        with contextlib.ExitStack() as patches:
+            logs = patches.enter_context(mock.patch.object(
+                classification, "_clipped_logs", wraps=classification._clipped_logs))
+            aucm = patches.enter_context(mock.patch.object(
+                classification, "aucm_value", wraps=classification.aucm_value))
+            if layout == "both branches":
+                patches.enter_context(mock.patch.object(
+                    classification.CompositionalAUCLoss, "_phase_on_host", return_value=None))
+            results = []
+            for _ in range(4):  # k = 2: two cross-entropy steps, then two AUC-M steps
+                s = torch.tensor(scores, requires_grad=True)
+                for p in (loss_fn.a, loss_fn.b, loss_fn.alpha):
+                    p.grad = None
+                loss = loss_fn(s, labels)
+                loss.backward()
+                results.append([loss.detach().numpy(), s.grad.numpy()]
+                               + [p.grad.numpy() for p in (loss_fn.a, loss_fn.b, loss_fn.alpha)])
+        runs[layout] = results, (logs.call_count, aucm.call_count)
+    (one, one_calls), (both, both_calls) = runs["one branch"], runs["both branches"]
+    assert one_calls == (2, 2) and both_calls == (4, 4)
+    for step, (got, want) in enumerate(zip(one, both, strict=True)):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
+
+
 @pytest.mark.parametrize("framework", AUTODIFF)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compositional_scores_of_exactly_0_and_1_give_finite_values_and_gradients(

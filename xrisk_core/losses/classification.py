@@ -250,8 +250,10 @@ class CompositionalAUCLoss(BinaryLoss):
     with :math:`\bar s` the scores clipped to :math:`[10^{-12}, 1-10^{-12}]` (gradient 0
     outside). ``a``, ``b`` (descent) and ``alpha`` (ascent, kept >= 0) are trainable
     auxiliaries, as in :class:`AUCMLoss`, with the same :meth:`ascent_direction`; their
-    gradient is 0 on cross-entropy steps. Both branches are computed and one is selected,
-    so a step is jit-compatible and the other branch adds no gradient. Its optimizer is PDSCA
+    gradient is 0 on cross-entropy steps. A traced step (or one on a device) computes both
+    branches and selects one, so it is jit-compatible and the other branch adds no gradient;
+    an eager CPU step reads the counter on the host and computes its phase's branch only
+    (the same value and gradients). Its optimizer is PDSCA
     (lr0 and a weight average on cross-entropy steps, momentum on AUC-M steps), which reads
     ``k``. A batch with no example or with invalid values does not advance the counter.
 
@@ -308,18 +310,40 @@ class CompositionalAUCLoss(BinaryLoss):
               scores: Array, labels: Array, index: Array | None,
               ) -> tuple[Array, CompositionalAUCState]:
         xp = step.xp
-        y = in_dtype(labels, scores.dtype, xp)
-        log_p, log_q = _clipped_logs(scores, xp)
-        bce = -xp.sum(y * log_p + (1 - y) * log_q) / axis_size(scores, dtype=scores.dtype)
-        auc = aucm_value(scores, labels, params, margin=self.margin, version=self.version,
-                         imratio=self.imratio, xp=xp)
-        # Both branches are finite with finite gradients (the clip keeps log's argument
-        # >= eps), so the branch where() leaves out contributes an exact 0 to every gradient.
-        loss = xp.where(state.step % (2 * self.k) < self.k, bce, auc)
+        phase = self._phase_on_host(step, state)
+        if phase != "auc":
+            y = in_dtype(labels, scores.dtype, xp)
+            log_p, log_q = _clipped_logs(scores, xp)
+            bce = -xp.sum(y * log_p + (1 - y) * log_q) / axis_size(scores, dtype=scores.dtype)
+        if phase != "cross_entropy":
+            auc = aucm_value(scores, labels, params, margin=self.margin, version=self.version,
+                             imratio=self.imratio, xp=xp)
+        if phase is None:
+            # Both branches are finite with finite gradients (the clip keeps log's argument
+            # >= eps), so the branch where() leaves out contributes an exact 0 to every
+            # gradient.
+            loss = xp.where(state.step % (2 * self.k) < self.k, bce, auc)
+        elif phase == "cross_entropy":
+            # a, b and alpha get the gradient 0 of the branch left out (not none: a torch
+            # optimizer skips a parameter without one), and the value is bce exactly.
+            loss = bce + 0 * (params.a + params.b + params.alpha)
+        else:
+            loss = auc
         counter = state.step + 1
         if step.valid is not None:  # a batch that failed the in-graph checks does not count
             counter = xp.where(step.valid, counter, state.step)
         return loss, CompositionalAUCState(step=counter)
+
+
+    def _phase_on_host(self, step: Step, state: CompositionalAUCState) -> str | None:
+        """``"cross_entropy"`` or ``"auc"``: the phase of this call, where the counter is read
+        on the host for free (an eager CPU step checked there), so only that branch is
+        computed; ``None`` (traced, on a device): both are, and one is selected in the graph.
+        """
+        if step.valid is not None or not step.backend.inspectable(state.step):
+            return None
+        counter = int(step.backend.to_numpy(state.step))
+        return "cross_entropy" if counter % (2 * self.k) < self.k else "auc"
 
 
 def _clipped_logs(p: Array, xp: Any) -> tuple[Array, Array]:
