@@ -65,7 +65,8 @@ class PositivePicks(NamedTuple):
 
     def groups(self, step: Step, index: Array, stride: int | None, dtype: Any) -> KeyGroups:
         """The picks, label after label, grouped by key (every one kept): label t's positive
-        at position i has key ``t * stride + index[i]`` (one label: ``index[i]``)."""
+        at position i has key ``t * stride + index[i]`` (one label: ``index[i]``, where
+        ``index`` may be the index input shifted: the host reading only ranks)."""
         xp = step.xp
         host = step.host.get("index")
         if len(self.device) == 1:
@@ -127,8 +128,7 @@ class Pairs(NamedTuple):
     mask: Array | None  #: (R, C) 1.0 on the pairs, else 0.0; ``None``: every entry is one
     on: Array | None  #: ``mask > 0`` (bool), built once for every selection over the pairs
     positive: Array | None  #: (R,) 1.0 at positive rows; ``None``: every row is one
-    rows_at: Array | None  #: compact: (R,) the rows' batch positions (the positives')
-    host_rows: np.ndarray | None  #: compact: the same positions, on the host
+    picks: PositivePicks | None  #: compact: the rows' batch positions (the positives')
     num_pos: Any  #: () max(n+, 1)
     num_neg: Any  #: () max(n-, 1)
     keep: Any  #: () bool: the batch has a pair (and passed the in-graph checks); compact: True
@@ -178,23 +178,21 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
     (``step.valid`` is ``None``) and the batch has both classes; masked otherwise.
     """
     xp = step.xp
-    host = host_labels(step)
-    if host is not None:
-        flat = np.asarray(host).reshape(-1)
-        positives, negatives = (flat == 1).nonzero()[0], (flat == 0).nonzero()[0]
-        if positives.size and negatives.size:
-            here = step.backend.device(scores)
-            at_pos = xp.asarray(positives, device=here)
-            at_neg = xp.asarray(negatives, device=here)
+    picks = positive_picks(step, scores, 1)
+    if picks is not None:
+        negatives = (np.asarray(host_labels(step)).reshape(-1) == 0).nonzero()[0]
+        if negatives.size:
             # Gathered along axis 1 of a (1, B) view: TensorFlow's gradient of an axis-0
             # gather is IndexedSlices, which a caller differentiating with respect to the
             # scores would get in place of a tensor.
             row = xp.reshape(scores, (1, -1))
-            value = surrogate_loss(surrogate, xp.reshape(xp.take(row, at_pos, axis=1), (-1, 1))
+            at_neg = xp.asarray(negatives, device=step.backend.device(scores))
+            value = surrogate_loss(surrogate,
+                                   xp.reshape(xp.take(row, picks.device[0], axis=1), (-1, 1))
                                    - xp.take(row, at_neg, axis=1),
                                    margin=margin, scale=scale, xp=xp)
-            return Pairs(value, step.stop(value), None, None, None, at_pos, positives,
-                         float(positives.size), float(negatives.size), True)
+            return Pairs(value, step.stop(value), None, None, None, picks, picks.counts[0],
+                         float(negatives.size), True)
     positive, negative, _ = label_masks(labels, scores.dtype, xp)
     value = surrogate_loss(surrogate, xp.expand_dims(scores, 1) - xp.expand_dims(scores, 0),
                            margin=margin, scale=scale, xp=xp)
@@ -204,7 +202,7 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
     keep = (n_pos > 0) & (n_neg > 0)
     if step.valid is not None:
         keep = keep & step.valid
-    return Pairs(value, step.stop(value), mask, mask > 0, positive, None, None,
+    return Pairs(value, step.stop(value), mask, mask > 0, positive, None,
                  xp.clip(n_pos, 1, None), xp.clip(n_neg, 1, None), keep)  # counts
 
 
@@ -315,11 +313,6 @@ class BinaryLoss(LossDefinition):
         """The rows of the positives of a batch (see :class:`PositiveRows`), one per row of
         ``pairs``; ``index`` is the ``index`` input or an injective function of it, as in
         :meth:`positive_groups`."""
-        if pairs.rows_at is None:
+        if pairs.picks is None:
             return PositiveRows(self.positive_groups(step, index, pairs.positive))
-        host = step.host.get("index")  # ranks only: a shifted index ranks the same
-        if host is not None:
-            host = np.asarray(host).reshape(-1)[pairs.host_rows]
-        keys = step.xp.take(index, pairs.rows_at, axis=0)
-        return PositiveRows(group_keys(keys, backend=step.backend, xp=step.xp,
-                                       dtype=pairs.value.dtype, host=host))
+        return PositiveRows(pairs.picks.groups(step, index, None, pairs.value.dtype))
