@@ -4,7 +4,8 @@ Each test counts the aten operators a loss dispatches (a ``TorchDispatchMode``) 
 result against the longer computation it replaced, byte for byte:
 
 - the stable softplus tests the sign of its input once (it took three tests, and the cross
-  entropy losses negated their logits three times);
+  entropy losses negated their logits three times) and takes one exp and one log1p (its two
+  branches took one each);
 - NDCG without a mask builds no column mask and multiplies by no ones;
 - the contrastive losses compare their (B, B) negatives mask with 0 once per step.
 """
@@ -75,6 +76,11 @@ def test_softplus_tests_the_sign_once_and_keeps_every_bit(values, dtype, seed):
     want_grad, = torch.autograd.grad(want, z, upstream)
     assert _bytes(got) == _bytes(want) and _bytes(grad) == _bytes(want_grad)
     assert len(ops.named("gt")) == 1, ops.ops
+    # max(z, 0) + log1p(exp(-|z|)) on that one test: one exp and one log1p, 8 array
+    # operators (and autograd's detach of exp's output), where the two branches (each its own
+    # log1p(exp(.)), a third where to join them) took 11
+    assert len(ops.named("exp")) == len(ops.named("log1p")) == 1, ops.ops
+    assert len([op for op in ops.ops if op[0] != "detach"]) == 8, ops.ops
     # the logistic surrogate is the same softplus: scale 1 costs one negation, no product
     with _Ops() as ops:
         logistic = surrogate_loss("logistic", -z, xp=tx)

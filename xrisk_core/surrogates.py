@@ -60,8 +60,13 @@ def softplus(z: Array, xp: Any) -> Array:
     r""":math:`\log(1 + e^{z})` elementwise, finite for every finite ``z`` (the logistic
     surrogate is ``softplus(-s t)``; the cross-entropy losses call it on signed logits).
 
-    Two overflow-free branches, each seeing only its own half of ``z``, so neither produces
-    inf (nor a NaN gradient) where it is not selected; the sign test is computed once.
+    As :math:`\max(z, 0) + \log(1 + e^{-|z|})`, with :math:`-|z|` and :math:`\max(z, 0)`
+    selected on one sign test (``z > 0``), never by ``abs`` or ``maximum``, whose gradients
+    at 0 the frameworks define differently: the exponent is <= 0, so nothing overflows and
+    no branch's inf meets a gradient. The value is that of the two-branch form
+    :math:`z + \log(1 + e^{-z})` for z > 0 and :math:`\log(1 + e^{z})` (+ 0) else, bit for
+    bit, and so is the gradient (each a sum of the same terms), in 8 array operations forward
+    where the two branches took 11.
 
     Examples
     --------
@@ -71,9 +76,7 @@ def softplus(z: Array, xp: Any) -> Array:
     """
     above = z > 0
     zero = xp.zeros_like(z)
-    high = xp.where(above, z, zero)
-    low = xp.where(above, zero, z)
-    return xp.where(above, high + xp.log1p(xp.exp(-high)), xp.log1p(xp.exp(low)))
+    return xp.where(above, z, zero) + xp.log1p(xp.exp(xp.where(above, -z, z)))
 
 
 def _barrier_hinge(t: Array, margin: float, scale: float, xp: Any) -> Array:
