@@ -66,7 +66,9 @@ class CheckedBatch(NamedTuple):
     host : dict
         The numpy values of the inputs read on the host for their checks (eager CPU arrays:
         views, no copy); empty for traced or device arrays. Values a loss may use to take a
-        cheaper, equal path (the host ranking of :func:`xrisk._grouping.group_keys`).
+        cheaper path: equal bit for bit (the host ranking of
+        :func:`xrisk._grouping.group_keys`) or to rounding (the compact pair layouts of
+        :mod:`xrisk.losses._binary`, which read the labels).
     """
 
     inputs: dict[str, Array]
