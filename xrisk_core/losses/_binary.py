@@ -59,9 +59,29 @@ class PositivePicks(NamedTuple):
     the traced path computes them at every position and masks."""
 
     host: tuple[np.ndarray, ...]  #: per label, the positives' positions, in batch order
-    device: tuple[Array, ...]  #: the same, on the scores' device
+    positions: Array  #: (N,) the same, label after label, on the scores' device
     counts: tuple[float, ...]  #: per label, n+ (>= 1)
     bounds: tuple[tuple[int, int], ...]  #: per label, its slice of the picks label by label
+
+    def gather(self, step: Step, values: Array) -> Array:
+        """The picked entries of ``values`` (B,) (one label) or (B, K), label after label, as
+        one row (1, N): one gather (its gradient one scatter), each label's a slice of it.
+
+        Gathered along axis 1 of a (1, ...) view: TensorFlow's gradient of an axis-0 gather
+        is IndexedSlices, which a caller differentiating with respect to the scores would get
+        in place of a tensor."""
+        xp = step.xp
+        columns = len(self.host)
+        flat = (self.positions if columns == 1 else xp.asarray(
+            np.concatenate([picked * columns + t for t, picked in enumerate(self.host)]),
+            device=step.backend.device(values)))
+        return xp.take(xp.reshape(values, (1, -1)), flat, axis=1)
+
+    def labels_of(self, step: Step, per_label: Array) -> Array:
+        """``per_label`` (K,) at each pick (N,): the value of its label."""
+        ids = np.repeat(np.arange(len(self.host)), [len(picked) for picked in self.host])
+        return step.xp.take(per_label, step.xp.asarray(ids, device=step.backend.device(
+            per_label)), axis=0)
 
     def groups(self, step: Step, index: Array, stride: int | None, dtype: Any) -> KeyGroups:
         """The picks, label after label, grouped by key (every one kept): label t's positive
@@ -69,19 +89,17 @@ class PositivePicks(NamedTuple):
         ``index`` may be the index input shifted: the host reading only ranks)."""
         xp = step.xp
         host = step.host.get("index")
-        if len(self.device) == 1:
-            keys = xp.take(index, self.device[0], axis=0)
-            if host is not None:
-                host = np.asarray(host).reshape(-1)[self.host[0]]
-        else:
-            here = step.backend.device(index)
-            positions = np.concatenate(self.host)
+        keys = xp.take(index, self.positions, axis=0)
+        positions = self.host[0] if len(self.host) == 1 else np.concatenate(self.host)
+        if host is not None:
+            host = np.asarray(host).reshape(-1)[positions]
+        if len(self.host) > 1:
             offsets = np.repeat(np.arange(len(self.host), dtype=np.int64) * int(stride or 0),
                                 [len(picked) for picked in self.host])
-            keys = (xp.take(index, xp.asarray(positions, device=here), axis=0)
-                    + xp.astype(xp.asarray(offsets, device=here), index.dtype))
+            keys = keys + xp.astype(xp.asarray(offsets, device=step.backend.device(index)),
+                                    index.dtype)
             if host is not None:
-                host = np.asarray(host).reshape(-1)[positions].astype(np.int64) + offsets
+                host = host.astype(np.int64) + offsets
         return group_keys(keys, backend=step.backend, xp=xp, dtype=dtype, host=host)
 
 
@@ -96,9 +114,9 @@ def positive_picks(step: Step, scores: Array, columns: int) -> PositivePicks | N
     picked = tuple((values[:, t] == 1).nonzero()[0] for t in range(columns))
     if not all(len(positions) for positions in picked):
         return None
-    here = step.backend.device(scores)
+    every = picked[0] if columns == 1 else np.concatenate(picked)
     ends = np.cumsum([len(positions) for positions in picked]).tolist()
-    return PositivePicks(picked, tuple(step.xp.asarray(p, device=here) for p in picked),
+    return PositivePicks(picked, step.xp.asarray(every, device=step.backend.device(scores)),
                          tuple(float(len(p)) for p in picked),
                          tuple(zip([0, *ends[:-1]], ends, strict=True)))
 
@@ -182,14 +200,11 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
     if picks is not None:
         negatives = (np.asarray(host_labels(step)).reshape(-1) == 0).nonzero()[0]
         if negatives.size:
-            # Gathered along axis 1 of a (1, B) view: TensorFlow's gradient of an axis-0
-            # gather is IndexedSlices, which a caller differentiating with respect to the
-            # scores would get in place of a tensor.
-            row = xp.reshape(scores, (1, -1))
+            # Along axis 1 of a (1, B) view, as PositivePicks.gather (a dense gradient).
             at_neg = xp.asarray(negatives, device=step.backend.device(scores))
             value = surrogate_loss(surrogate,
-                                   xp.reshape(xp.take(row, picks.device[0], axis=1), (-1, 1))
-                                   - xp.take(row, at_neg, axis=1),
+                                   xp.reshape(picks.gather(step, scores), (-1, 1))
+                                   - xp.take(xp.reshape(scores, (1, -1)), at_neg, axis=1),
                                    margin=margin, scale=scale, xp=xp)
             return Pairs(value, step.stop(value), None, None, None, picks, picks.counts[0],
                          float(negatives.size), True)

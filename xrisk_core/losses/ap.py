@@ -190,12 +190,14 @@ class APLoss(BinaryLoss):
             batch = xp.clip(xp.sum(observed, axis=-1), 1, None)
         members = xp.ones_like(positive) if observed is None else observed
 
+        picked = None if picks is None else picks.gather(step, scores)  # (1, N) positives
         sums = []
         for t in range(1 if columns is None else columns):
             column = scores if columns is None else scores[:, t]
             candidates = xp.expand_dims(column, 0)  # (1, B)
             if picks is not None:  # the positives only: (1, n+)
-                candidates = xp.take(candidates, picks.device[t], axis=1)
+                start, end = picks.bounds[t]
+                candidates = picked if columns is None else picked[:, start:end]
             # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any
             # example. s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B
             # negation.
@@ -279,11 +281,11 @@ class APLoss(BinaryLoss):
         xp, stop = step.xp, step.stop
         groups = picks.groups(step, index, stride, scores.dtype)
         # each label's count of examples: () for all, or per label (K,) with NaN labels
-        batches = [batch if all_observed or stride is None else batch[t]
-                   for t in range(len(sums))]
-        fresh = [xp.matrix_transpose(stop(inner) / size)
-                 for inner, size in zip(sums, batches, strict=True)]  # (n+_t, 2) each
-        fresh = fresh[0] if len(fresh) == 1 else xp.concat(fresh, axis=0)
+        per_label = not all_observed and stride is not None
+        batches = [batch[t] if per_label else batch for t in range(len(sums))]
+        every = sums[0] if len(sums) == 1 else xp.concat(sums, axis=1)  # (2, N)
+        size = picks.labels_of(step, batch) if per_label else batch
+        fresh = xp.matrix_transpose(stop(every) / size)  # (N, 2): u_all, u_pos per pick
         new_state, new = self._moved_rows(step, state, scores, groups, fresh, True)
         stored = in_dtype(new, scores.dtype, xp)
         coefficients = (xp.stack([stored[:, 1], -stored[:, 0]], axis=0)

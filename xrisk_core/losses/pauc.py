@@ -83,8 +83,9 @@ class _PairwiseLoss(BinaryLoss):
         if new.dtype != table.dtype and pairs.compact:  # every row moves
             new = xp.astype(new, table.dtype)
         elif new.dtype != table.dtype:
-            # A batch without pairs writes its rows back as stored, not through the scores'
-            # dtype (which would cut the digits of a float64 table under float32 scores).
+            # A masked batch without pairs writes its rows back as stored, not through the
+            # scores' dtype (which would cut the digits of a float64 table under float32
+            # scores).
             old = xp.take(table, rows.rows, axis=0)
             new = step.unmoved_as_gathered(new, old, pairs.keep)
         stored = in_dtype(new, dtype, xp)  # new rows (never a table): no copy needed
