@@ -110,13 +110,19 @@ def positive_picks(step: Step, scores: Array, columns: int) -> PositivePicks | N
     labels = host_labels(step)
     if labels is None:
         return None
-    values = np.asarray(labels).reshape(-1, columns)
+    here = step.backend.device(scores)
+    if columns == 1:  # the binary losses, every step: the plain case without the loops
+        positions = (labels.reshape(-1) == 1).nonzero()[0]
+        count = len(positions)
+        return None if not count else PositivePicks(
+            (positions,), step.xp.asarray(positions, device=here), (float(count),),
+            ((0, count),))
+    values = labels.reshape(-1, columns)
     picked = tuple((values[:, t] == 1).nonzero()[0] for t in range(columns))
     if not all(len(positions) for positions in picked):
         return None
-    every = picked[0] if columns == 1 else np.concatenate(picked)
     ends = np.cumsum([len(positions) for positions in picked]).tolist()
-    return PositivePicks(picked, step.xp.asarray(every, device=step.backend.device(scores)),
+    return PositivePicks(picked, step.xp.asarray(np.concatenate(picked), device=here),
                          tuple(float(len(p)) for p in picked),
                          tuple(zip([0, *ends[:-1]], ends, strict=True)))
 
