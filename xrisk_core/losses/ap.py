@@ -195,7 +195,7 @@ class APLoss(BinaryLoss):
         for t in range(1 if columns is None else columns):
             column = scores if columns is None else scores[:, t]
             candidates = xp.expand_dims(column, 0)  # (1, B)
-            if picks is not None:  # the positives only: (1, n+)
+            if picks is not None and picked is not None:  # the positives only: (1, n+)
                 start, end = picks.bounds[t]
                 candidates = picked if columns is None else picked[:, start:end]
             # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any
