@@ -230,11 +230,13 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
 class PositiveRows(NamedTuple):
     """The state rows a step reads and writes: those of the batch's positives.
 
-    ``groups`` are the positions grouped by dataset index, pooling the positives
-    (:func:`xrisk._grouping.group_keys`): ``rows`` (B,) is the index with every non-positive
-    position pointed at the first positive's row, so a step touches n+ rows of a large
-    table; ``anchor`` (1,) is that positive's position. :meth:`pool` and :meth:`max` give 0
-    and ``low`` at the other positions, whose rows :meth:`spread` replaces by the anchor's.
+    ``groups`` are the rows of the pairs (:class:`Pairs`) grouped by dataset index, pooling
+    the positives (:func:`xrisk._grouping.group_keys`). Masked pairs: ``rows`` (B,) is the
+    index with every non-positive position pointed at the first positive's row, so a step
+    touches n+ rows of a large table; ``anchor`` (1,) is that positive's position;
+    :meth:`pool` and :meth:`max` give 0 and ``low`` at the other positions, whose rows
+    :meth:`spread` replaces by the anchor's. Compact pairs: ``rows`` (n+,) are the positives'
+    own, every one kept, and those methods mask nothing.
     """
 
     groups: KeyGroups

@@ -190,14 +190,15 @@ class APLoss(BinaryLoss):
             batch = xp.clip(xp.sum(observed, axis=-1), 1, None)
         members = xp.ones_like(positive) if observed is None else observed
 
-        picked = None if picks is None else picks.gather(step, scores)  # (1, N) positives
+        # The positives only, each label's (1, n+) a slice of one gather; else every position.
+        picked = None
+        if picks is not None:
+            row = picks.gather(step, scores)  # (1, N)
+            picked = [row] if columns is None else [row[:, s:e] for s, e in picks.bounds]
         sums = []
         for t in range(1 if columns is None else columns):
             column = scores if columns is None else scores[:, t]
-            candidates = xp.expand_dims(column, 0)  # (1, B)
-            if picks is not None and picked is not None:  # the positives only: (1, n+)
-                start, end = picks.bounds[t]
-                candidates = picked if columns is None else picked[:, start:end]
+            candidates = xp.expand_dims(column, 0) if picked is None else picked[t]
             # pair[j, i] = l(s_i - s_j): column i is the positive candidate, row j any
             # example. s_i + (-s_j) is s_i - s_j exactly, and its gradient needs no B x B
             # negation.
