@@ -155,6 +155,29 @@ def test_mean_ap_picks_each_label_columns_positives():
     assert shapes == [(4, 4)] * 3
 
 
+def test_mean_ap_gathers_every_labels_positives_at_once():
+    """One gather of the (1, B * K) scores for all labels' candidates (its gradient one
+    scatter), not one per label."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Gathers(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.sources = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ == "index_select":
+                self.sources.append(tuple(args[0].shape))
+            return func(*args, **(kwargs or {}))
+
+    definition = xrisk.meanAveragePrecisionLoss(NUM_LABELS, num_samples=NUM_SAMPLES)
+    labels = np.array([[1, 0, 1], [0, 1, 0], [0, 1, 1], [1, 0, 0]])
+    with Gathers() as gathers:
+        _run(definition, [(np.full((4, 3), 0.5), labels, np.arange(4), None)], torch.float64)
+    assert gathers.sources.count((1, 4 * NUM_LABELS)) == 1, gathers.sources
+    assert (1, 4) not in gathers.sources, gathers.sources  # no per-label gather
+
+
 def test_multilabel_pauc_pairs_each_label_column_compactly_and_skips_inactive_labels():
     definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode="1w")
     labels = np.array([[1, 0, 1], [0, 1, 0], [0, np.nan, 1], [1, 0, 0]])
