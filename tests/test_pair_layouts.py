@@ -180,13 +180,75 @@ def test_mean_ap_gathers_every_labels_positives_at_once():
 
 def test_multilabel_pauc_pairs_each_label_column_compactly_and_skips_inactive_labels():
     definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode="1w")
-    labels = np.array([[1, 0, 1], [0, 1, 0], [0, np.nan, 1], [1, 0, 0]])
-    task = np.array([0, 0, 2, 2])  # label 1 inactive: NaN throughout, no pair
-    batch = [(np.full((4, 3), 0.5), labels, np.arange(4), task)]
+    labels = np.array([[1, 0, 1], [0, 1, 0], [0, np.nan, 1], [1, 0, 0], [0, 0, 0]])
+    task = np.array([0, 0, 2, 2, 0])  # label 1 inactive: NaN throughout, no pair
+    batch = [(np.full((5, 3), 0.5), labels, np.arange(5), task)]
     shapes: list[tuple[int, ...]] = []
     with _pair_shapes(shapes):
         _run(definition, batch, torch.float64)
-    assert shapes == [(2, 2), (4, 4), (2, 2)]  # label 1 masked (no pair), the others n+ x n-
+    # one pair matrix for every label: the 2 + 2 positives of labels 0 and 2, each row
+    # against its label's 3 negatives (label 1 has no row)
+    assert shapes == [(4, 3)]
+    shapes.clear()
+    with _pair_shapes(shapes), masked_pairs():
+        _run(definition, batch, torch.float64)
+    assert shapes == [(3, 5, 5)]  # every label's B x B block, stacked
+
+
+def _label_by_label(definition, batches, state_dtype):
+    """The reference of a multi-label pAUC run: the single-label loss, through its public
+    ``apply``, on each active label column's observed rows (index shifted by t *
+    num_samples, the label's row of every global entry), the mean over the active labels."""
+    inner = definition.inner
+    per_label = {name for name, table in inner.state_tables().items() if table.keys is None}
+    state = definition.init(xp=xrisk.backends.get_backend("torch").namespace,
+                            dtype=state_dtype)
+    out = []
+    for scores, labels, index, task in batches:
+        s = torch.tensor(scores, requires_grad=True)
+        active = range(NUM_LABELS) if task is None else sorted(set(task.tolist()))
+        tables = dict(state._asdict())
+        rows = {name: list(torch.unbind(tables[name])) for name in per_label}
+        total = torch.zeros((), dtype=torch.float64)
+        for t in active:
+            seen = np.flatnonzero(~np.isnan(labels[:, t]))
+            if not seen.size:
+                continue
+            own = inner.state_type(**{name: rows[name][t] if name in per_label else value
+                                      for name, value in tables.items()})
+            value, new = inner.apply(own, s[torch.as_tensor(seen), t],
+                                     torch.as_tensor(labels[seen, t].astype(np.int64)),
+                                     torch.as_tensor(index[seen] + t * NUM_SAMPLES))
+            for name, entry in new._asdict().items():
+                if name in per_label:
+                    rows[name][t] = entry
+                else:
+                    tables[name] = entry
+            total = total + value
+        tables.update({name: torch.stack(entries) for name, entries in rows.items()})
+        state = inner.state_type(**tables)
+        loss = total / len(active)
+        loss.backward()
+        out.append((float(loss.detach()), s.grad.numpy().copy(),
+                    {k: v.detach().numpy().copy() for k, v in state._asdict().items()}))
+    return out
+
+
+@given(batches=_batches(multilabel=True), mode=st.sampled_from(["SOPA", "1w", "2w", "STACO"]),
+       state_dtype=st.sampled_from(["float64", "float32"]))
+def test_multilabel_pauc_runs_every_label_at_once_as_the_single_label_loss_on_each(
+        batches, mode, state_dtype):
+    """One pass over the pairs of all labels (one surrogate evaluation per step, compact or
+    masked) gives each label column the single-label loss's loss, gradient and state."""
+    definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode=mode)
+    dtype = getattr(torch, state_dtype)
+    want = _label_by_label(definition, batches, dtype)
+    for layout in (contextlib.nullcontext, masked_pairs):
+        shapes: list[tuple[int, ...]] = []
+        with _pair_shapes(shapes), layout():
+            got = _run(definition, batches, dtype)
+        assert len(shapes) == len(batches), shapes
+        _assert_same_runs(got, want)
 
 
 def test_tensorflow_gradient_of_compact_pairs_is_a_dense_tensor():

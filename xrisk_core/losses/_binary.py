@@ -17,8 +17,8 @@ from .._typing import Array, in_dtype
 from ..surrogates import surrogate_loss
 from ._base import Input, LossDefinition, Step
 
-__all__ = ["BinaryLoss", "Pairs", "PositivePicks", "PositiveRows", "batch_pairs", "host_labels",
-           "label_masks", "positive_mask", "positive_picks"]
+__all__ = ["BinaryLoss", "LabelBlocks", "Pairs", "PositivePicks", "PositiveRows", "batch_pairs",
+           "host_labels", "label_masks", "label_pairs", "positive_mask", "positive_picks"]
 
 
 
@@ -127,6 +127,46 @@ def positive_picks(step: Step, scores: Array, columns: int) -> PositivePicks | N
                          tuple(zip([0, *ends[:-1]], ends, strict=True)))
 
 
+class LabelBlocks(NamedTuple):
+    """The rows of a multi-label :class:`Pairs` by label column (:func:`label_pairs`): the
+    label-level reductions of its rows and the label-level values read at each row.
+
+    Masked: every label has the B rows of the batch, label after label (``ids`` ``None``,
+    ``ones`` (K, B) 1.0); compact: the rows of the positives of the labels with a pair, label
+    after label, ``ids`` (R,) the label of each row (a label without a row: none).
+    """
+
+    num_labels: int  #: K, the label columns
+    stride: int  #: rows of one label in the (label, sample) tables: row t * stride + index
+    ids: Array | None  #: compact: (R,) the label of each row
+    ones: Array | None  #: masked: (K, B) 1.0, the shape of the rows by label
+
+    def sum(self, values: Array, backend: Any, xp: Any) -> Array:
+        """(K,) the sum of ``values`` (R,) over each label's rows."""
+        if self.ids is None:
+            return xp.sum(xp.reshape(values, (self.num_labels, -1)), axis=1)
+        return backend.segment_sum(values, self.ids, self.num_labels)
+
+    def max(self, values: Array, backend: Any, xp: Any) -> Array:
+        """(K,) the maximum of ``values`` (R,) over each label's rows (``min(values)`` for
+        a label without a row)."""
+        if self.ids is None:
+            return xp.max(xp.reshape(values, (self.num_labels, -1)), axis=1)
+        return xp.maximum(backend.segment_max(values, self.ids, self.num_labels),
+                          xp.min(values))
+
+    def at_rows(self, per_label: Array, xp: Any) -> Array:
+        """(R,) the value of each row's label in ``per_label`` (K,)."""
+        ones = self.ones
+        if ones is None:  # compact: the label of each row
+            return xp.take(per_label, self.ids, axis=0)
+        spread = xp.expand_dims(per_label, 1)
+        if xp.isdtype(per_label.dtype, "bool"):
+            return xp.reshape(spread & (ones > 0), (-1,))
+        return xp.reshape(spread * (ones if ones.dtype == per_label.dtype
+                                    else xp.astype(ones, per_label.dtype)), (-1,))
+
+
 class Pairs(NamedTuple):
     r"""The positive-negative pairs of a batch as one matrix: entry (r, c) is
     :math:`\ell(s_r - s_c)` of row position r and column position c.
@@ -153,13 +193,55 @@ class Pairs(NamedTuple):
     on: Array | None  #: ``mask > 0`` (bool), built once for every selection over the pairs
     positive: Array | None  #: (R,) 1.0 at positive rows; ``None``: every row is one
     picks: PositivePicks | None  #: compact: the rows' batch positions (the positives')
-    num_pos: Any  #: () max(n+, 1)
-    num_neg: Any  #: () max(n-, 1)
-    keep: Any  #: () bool: the batch has a pair (and passed the in-graph checks); compact: True
+    num_pos: Any  #: () max(n+, 1); several labels: (K,), each label's
+    num_neg: Any  #: () max(n-, 1); several labels: (R,), each row's label's
+    keep: Any  #: () bool: the batch has a pair (and passed the in-graph checks); compact:
+    #: True; several labels: (K,), each label's (or True)
+    labels: LabelBlocks | None = None  #: several label columns (:func:`label_pairs`)
+    row_keep: Any = None  #: several labels: (R,) ``keep`` of each row's label (or True)
 
     @property
     def compact(self) -> bool:
-        return self.mask is None
+        """Whether the rows are the positives only (every row moves its state)."""
+        return self.picks is not None
+
+    def per_row(self, per_label: Array, xp: Any) -> Array:
+        """A label-level value (() or (K,)) at each row (R,) (one label: as it is)."""
+        return per_label if self.labels is None else self.labels.at_rows(per_label, xp)
+
+    def label_mean(self, values: Array, step: Step) -> Array:
+        """The mean of ``values`` (R,) over each label's positive rows: () or (K,)."""
+        xp = step.xp
+        positives = self.on_positives(values, xp)
+        total = (xp.sum(positives) if self.labels is None
+                 else self.labels.sum(positives, step.backend, xp))
+        return total / self.num_pos
+
+    def mean(self, weights: Array, xp: Any) -> Array:
+        """sum_ij weights_ij l_ij / (n+ n-) over the pairs, summed over the labels: 0, with a
+        zero gradient, without pairs (weights off the pairs are never read, not even as
+        0 * inf)."""
+        weighted = self.select(weights, 0, xp) * self.value
+        if self.labels is None:
+            return xp.sum(weighted) / (self.num_pos * self.num_neg)
+        return xp.sum(xp.sum(weighted, axis=1)
+                      / (self.per_row(self.num_pos, xp) * self.num_neg))
+
+    def rows_kept(self, new: Array, old: Array, xp: Any) -> Array:
+        """Per row (R, ...): ``new`` where the row's label has pairs, ``old`` elsewhere."""
+        keep = self.keep if self.labels is None else self.row_keep
+        if keep is True:
+            return new
+        if self.labels is not None and len(new.shape) > 1:
+            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
+        return xp.where(keep, new, old)
+
+    def moved(self, new: Array, xp: Any) -> Any:
+        """``keep`` shaped to broadcast against the rows ``new`` (R, ...)."""
+        keep = self.keep if self.labels is None else self.row_keep
+        if self.labels is not None and keep is not True and len(new.shape) > 1:
+            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
+        return keep
 
     def select(self, values: Array, fill: Any, xp: Any) -> Array:
         """``values`` (R, C) on the pairs, ``fill`` elsewhere (never read off the pairs)."""
@@ -182,15 +264,24 @@ class Pairs(NamedTuple):
         """``condition`` (R,) and "row r is a positive"."""
         return condition if self.positive is None else (self.positive > 0) & condition
 
-    def positive_max(self, values: Array, xp: Any) -> Array:
-        """The maximum of ``values`` (R,) over the positive rows (any value without one)."""
-        if self.positive is None:
-            return xp.max(values)
-        return xp.max(xp.where(self.positive > 0, values, xp.min(values)))
+    def positive_max(self, values: Array, step: Step) -> Array:
+        """The maximum of ``values`` (R,) over the positive rows (any value without one):
+        () or, several labels, (K,) each label's."""
+        xp = step.xp
+        if self.positive is not None:
+            values = xp.where(self.positive > 0, values, xp.min(values))
+        return (xp.max(values) if self.labels is None
+                else self.labels.max(values, step.backend, xp))
 
     def if_kept(self, new: Array, old: Array, xp: Any) -> Array:
-        """``new`` for a batch with pairs, ``old`` for one without."""
-        return new if self.keep is True else xp.where(self.keep, new, old)
+        """``new`` for a batch (a label) with pairs, ``old`` for one without; several
+        labels: ``new`` and ``old`` (K, ...), label by label."""
+        if self.keep is True:
+            return new
+        keep = self.keep
+        if self.labels is not None and len(new.shape) > 1:
+            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
+        return xp.where(keep, new, old)
 
 
 def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, margin: float,
@@ -225,6 +316,93 @@ def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, mar
         keep = keep & step.valid
     return Pairs(value, step.stop(value), mask, mask > 0, positive, None,
                  xp.clip(n_pos, 1, None), xp.clip(n_neg, 1, None), keep)  # counts
+
+
+def label_pairs(step: Step, scores: Array, labels: Array, *, stride: int, surrogate: str,
+                margin: float, scale: float) -> Pairs:
+    """The :class:`Pairs` of every label column at once: ``scores`` and ``labels`` (B, K)
+    (NaN: a missing entry, in neither class), each label's pairs its own; row r of label t
+    addresses row ``t * stride + index`` of a (label, sample) table.
+
+    Compact (the labels read on the host, checks on the host, a label with both classes):
+    the rows are the positives of each label with a pair, label after label (R = sum n+),
+    the columns that label's negatives, in batch order, padded to the largest n- (masked);
+    a label without a pair has no row. Masked otherwise: K blocks of B rows, label after
+    label, each row's columns the batch (R = K B, C = B), as :func:`batch_pairs`'s masked
+    layout per label. Either way one pass over the pairs of all labels, where a loop over
+    the labels would take K.
+    """
+    xp = step.xp
+    count = scores.shape[1]
+    host = host_labels(step)
+    if host is not None:
+        values = np.asarray(host).reshape(-1, count)
+        picked = [(values[:, t] == 1).nonzero()[0] for t in range(count)]
+        against = [(values[:, t] == 0).nonzero()[0] for t in range(count)]
+        kept = [len(p) > 0 and len(n) > 0 for p, n in zip(picked, against, strict=True)]
+        if any(kept):
+            return _compact_label_pairs(step, scores, picked, against, kept, stride,
+                                        surrogate=surrogate, margin=margin, scale=scale)
+    by_label = xp.matrix_transpose(scores)  # (K, B)
+    positive, negative, _ = label_masks(xp.matrix_transpose(labels), scores.dtype, xp)
+    size = step.backend.axis_size(scores, 0)  # B, a run-time scalar in a TF None dimension
+    value = surrogate_loss(surrogate, xp.expand_dims(by_label, 2) - xp.expand_dims(by_label, 1),
+                           margin=margin, scale=scale, xp=xp)
+    mask = xp.reshape(xp.expand_dims(positive, 2) * xp.expand_dims(negative, 1), (-1, size))
+    value = xp.reshape(value, (-1, size))
+    n_pos, n_neg = xp.sum(positive, axis=1), xp.sum(negative, axis=1)  # (K,)
+    keep = (n_pos > 0) & (n_neg > 0)
+    if step.valid is not None:
+        keep = keep & step.valid
+    blocks = LabelBlocks(count, stride, None, xp.ones_like(positive))
+    return Pairs(value, step.stop(value), mask, mask > 0, xp.reshape(positive, (-1,)), None,
+                 xp.clip(n_pos, 1, None), blocks.at_rows(xp.clip(n_neg, 1, None), xp), keep,
+                 blocks, blocks.at_rows(keep, xp))
+
+
+def _compact_label_pairs(step: Step, scores: Array, picked: list[np.ndarray],
+                         against: list[np.ndarray], kept: list[bool], stride: int, *,
+                         surrogate: str, margin: float, scale: float) -> Pairs:
+    """:func:`label_pairs`'s compact layout, from each label's positive and negative
+    positions read on the host."""
+    xp = step.xp
+    count = len(picked)
+    picked = [p if k else p[:0] for p, k in zip(picked, kept, strict=True)]
+    sizes = [len(p) for p in picked]
+    width = max(len(n) for n, k in zip(against, kept, strict=True) if k)
+    # Each label's negatives as positions of the flattened (B * K) scores, padded by
+    # repeating its first negative (masked out).
+    columns = np.zeros((count, width), dtype=np.int64)
+    on = np.zeros((count, width), dtype=bool)
+    for t, negatives in enumerate(against):
+        if kept[t]:
+            columns[t, :len(negatives)] = negatives * count + t
+            columns[t, len(negatives):] = negatives[0] * count + t
+            on[t, :len(negatives)] = True
+    ids = np.repeat(np.arange(count), sizes)
+    rows = np.concatenate(picked) * count + ids
+    here = step.backend.device(scores)
+    flat = xp.reshape(scores, (1, -1))  # gathered along axis 1: a dense TF gradient
+    at_rows = xp.take(flat, xp.asarray(rows, device=here), axis=1)
+    at_columns = xp.take(flat, xp.asarray(columns[ids].reshape(-1), device=here), axis=1)
+    value = surrogate_loss(surrogate, xp.reshape(at_rows, (-1, 1))
+                           - xp.reshape(at_columns, (-1, width)),
+                           margin=margin, scale=scale, xp=xp)
+    dtype = scores.dtype
+    mask = on_pairs = None
+    if not on.all():
+        on_pairs = xp.asarray(on[ids], device=here)
+        mask = xp.astype(on_pairs, dtype)
+    ends = np.cumsum(sizes).tolist()
+    picks = PositivePicks(tuple(picked), xp.asarray(np.concatenate(picked), device=here),
+                          tuple(float(max(n, 1)) for n in sizes),
+                          tuple(zip([0, *ends[:-1]], ends, strict=True)))
+    negatives = np.array([max(len(n), 1) for n in against], dtype=np.float64)
+    keep: Any = True if all(kept) else xp.asarray(np.array(kept), device=here)
+    return Pairs(value, step.stop(value), mask, on_pairs, None, picks,
+                 xp.asarray(np.maximum(sizes, 1).astype(np.float64), dtype=dtype, device=here),
+                 xp.asarray(negatives[ids], dtype=dtype, device=here), keep,
+                 LabelBlocks(count, stride, xp.asarray(ids, device=here), None), True)
 
 
 class PositiveRows(NamedTuple):
@@ -336,6 +514,10 @@ class BinaryLoss(LossDefinition):
         """The rows of the positives of a batch (see :class:`PositiveRows`), one per row of
         ``pairs``; ``index`` is the ``index`` input or an injective function of it, as in
         :meth:`positive_groups`."""
+        stride = None if pairs.labels is None else pairs.labels.stride
         if pairs.picks is None:
-            return PositiveRows(self.positive_groups(step, index, pairs.positive))
-        return PositiveRows(pairs.picks.groups(step, index, None, pairs.value.dtype))
+            positive = pairs.positive
+            if pairs.labels is not None:  # (K, B): the rows of each label
+                positive = step.xp.reshape(positive, (pairs.labels.num_labels, -1))
+            return PositiveRows(self.positive_groups(step, index, positive, stride))
+        return PositiveRows(pairs.picks.groups(step, index, stride, pairs.value.dtype))

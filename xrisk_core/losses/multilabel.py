@@ -28,14 +28,15 @@ from __future__ import annotations
 import inspect
 import textwrap
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from .._arguments import check_choice, check_count, check_fraction, check_positive
 from .._state import StateTable
 from .._typing import Array, in_dtype
-from ._base import NO_PARAMS, Auxiliary, Input, LossDefinition, NoState, Sharding, Step
+from ._base import Auxiliary, Input, LossDefinition, NoState, Sharding, Step
+from ._binary import label_pairs
 from .ap import APLoss
 from .auc import AUCMLoss, AUCMParams, aucm_value
 from .pauc import PAUC_MODES, _PairwiseLoss, pauc_class
@@ -188,9 +189,9 @@ class _PerLabelLoss(_MultiLabelLoss):
 
     ``self.inner`` is the single-label definition, built with ``num_samples = num_labels *
     num_samples`` so that its tables are the (label, sample) tables; its state type is this
-    loss's. Label t runs the inner math with the index shifted by ``t * num_samples`` and
-    the label's row of every global entry (mAP's own ``_loss`` runs all labels in one call
-    of APLoss's ``label_losses``).
+    loss's. Label t's positions address rows ``t * num_samples + index`` and the label's row
+    of every global entry; each subclass runs every label at once (mAP through APLoss's
+    ``label_losses``, multi-label pAUC through the pairwise losses' ``_pair_loss``).
     """
 
     # The per-label tables: row t * num_samples + i of sample i for label t.
@@ -215,43 +216,6 @@ class _PerLabelLoss(_MultiLabelLoss):
         # num_samples rows may split another way), the per-label loss what each row holds.
         return {"num_labels": self.num_labels, "per_label_loss": self.inner.name,
                 **self.inner.state_meaning()}
-
-    def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
-              index: Array, task: Array | None) -> tuple[Array, Any]:
-        xp = step.xp
-        values, _, count = self._columns(step, scores, labels, task)
-        # Label by label: K is static, each label runs the single-label math (O(B^2)) on its
-        # own rows of the tables, and labels never share a row. (The pAUC losses, all labels
-        # at once, would not keep every bit: their per-position exp and log round by
-        # position on TensorFlow and XLA, so duplicate positives' rows may differ in the
-        # last bit and the write's order picks one; XLA divides a vector, not a scalar, by a
-        # constant through its reciprocal. mAP runs them at once: see its _loss.)
-        per_label = {name for name, table in self.inner.state_tables().items()
-                     if table.keys is None}
-        tables = state._asdict()
-        rows: dict[str, list[Array]] = {name: [] for name in per_label}
-        columns = self._host_columns(step, task)
-        total = None
-        for t in range(self.num_labels):
-            inner_state = self.inner.state_type(**{
-                name: value[t, ...] if name in per_label else value
-                for name, value in tables.items()
-            })
-            inner_step = step.with_host(labels=None if columns is None else columns[:, t])
-            value, new = self.inner._loss(inner_step, inner_state, NO_PARAMS,
-                                          scores=scores[:, t],
-                                          labels=values[:, t],
-                                          index=index + t * self.num_samples)
-            for name, entry in new._asdict().items():
-                if name in per_label:
-                    rows[name].append(entry)
-                else:
-                    tables[name] = entry
-            total = value if total is None else total + value
-        for name, entries in rows.items():
-            tables[name] = xp.stack(entries, axis=0)
-        return total / count, self.state_type(**tables)
-
 
     @staticmethod
     def _host_columns(step: Step, task: Array | None) -> np.ndarray | None:
@@ -470,6 +434,21 @@ class MultiLabelpAUCLoss(_PerLabelLoss):
             setattr(self, name, getattr(inner, name) if name in defaults else None)
         self.surrogate, self.scale = inner.surrogate, inner.scale
         self._bind_inner(inner)
+
+
+    def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
+              index: Array, task: Array | None) -> tuple[Array, Any]:
+        # Every label column at once: one pass over the pairs of all labels (label_pairs),
+        # with each label's rows of the tables (row t * num_samples + index) and its row of
+        # every global entry; the single-label math sums the labels' losses.
+        values, _, count = self._columns(step, scores, labels, task)
+        columns = self._host_columns(step, task)
+        step = step.with_host(labels=columns)
+        inner = cast(_PairwiseLoss, self.inner)
+        pairs = label_pairs(step, scores, values, stride=self.num_samples,
+                            surrogate=inner.surrogate, margin=inner.margin, scale=inner.scale)
+        total, new = inner._pair_loss(step, state, pairs, inner.positive_rows(step, index, pairs))
+        return total / count, new
 
 
 def _multilabel_pauc_signature() -> inspect.Signature:

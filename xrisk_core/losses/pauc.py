@@ -53,7 +53,16 @@ __all__ = [
 class _PairwiseLoss(BinaryLoss):
     """What the four losses share: the pairs (:class:`~xrisk.losses._binary.Pairs`, compact
     or masked), the rows of positives, the write rule. Every per-row quantity is (R,), one
-    per row of the pairs, and every pair matrix (R, C)."""
+    per row of the pairs, and every pair matrix (R, C).
+
+    Each loss writes its math once, in :meth:`_pair_loss`, for the pairs of one label column
+    (:func:`~xrisk.losses._binary.batch_pairs`) and for those of every column of a
+    multi-label batch at once (:func:`~xrisk.losses._binary.label_pairs`, which
+    :class:`~xrisk.losses.multilabel.MultiLabelpAUCLoss` passes): there a global entry of the
+    state (SOTAs' ``w``, STACO's ``s2``) has one row per label, read at the rows through
+    ``pairs.per_row`` and reduced through ``pairs.label_mean`` / ``positive_max``, and the
+    loss is the sum of the labels' losses.
+    """
 
     margin: float
     surrogate: str
@@ -62,6 +71,16 @@ class _PairwiseLoss(BinaryLoss):
     def _pairs(self, step: Step, scores: Array, labels: Array) -> Pairs:
         return batch_pairs(step, scores, labels, surrogate=self.surrogate,
                            margin=self.margin, scale=self.scale)
+
+    def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
+              index: Array) -> tuple[Array, Any]:
+        pairs = self._pairs(step, scores, labels)
+        return self._pair_loss(step, state, pairs, self.positive_rows(step, index, pairs))
+
+    def _pair_loss(self, step: Step, state: Any, pairs: Pairs, rows: PositiveRows,
+                   ) -> tuple[Array, Any]:
+        """The loss (summed over the labels of a multi-label ``pairs``) and the new state."""
+        raise NotImplementedError
 
     @staticmethod
     def _gather(xp: Any, table: Array, rows: PositiveRows, dtype: Any) -> Array:
@@ -79,24 +98,21 @@ class _PairwiseLoss(BinaryLoss):
         adversarial scatter order)."""
         xp = step.xp
         dtype = old.dtype
-        new = rows.spread(pairs.if_kept(new, old, xp), old, pairs.positive, xp)
+        new = pairs.rows_kept(new, old, xp)
         if new.dtype != table.dtype and pairs.compact:  # every row moves
             new = xp.astype(new, table.dtype)
         elif new.dtype != table.dtype:
-            # A masked batch without pairs writes its rows back as stored, not through the
-            # scores' dtype (which would cut the digits of a float64 table under float32
-            # scores).
+            # A masked row without pairs is written back as stored, not through the scores'
+            # dtype (which would cut the digits of a float64 table under float32 scores);
+            # before the spread, so that a position pointed at its anchor writes exactly the
+            # anchor's row (several labels: the anchor's label may have pairs where the
+            # position's has none).
             old = xp.take(table, rows.rows, axis=0)
-            new = step.unmoved_as_gathered(new, old, pairs.keep)
+            new = step.unmoved_as_gathered(new, old, pairs.moved(new, xp))
+        new = rows.spread(new, old, pairs.positive, xp)
         stored = in_dtype(new, dtype, xp)  # new rows (never a table): no copy needed
         return step.write_rows(table, rows.rows, new, equal_duplicates=True), stored
 
-    @staticmethod
-    def _mean_over_pairs(xp: Any, weights: Array, pairs: Pairs) -> Array:
-        """sum_ij sg(weights_ij) l_ij / (n+ n-) over the pairs: 0, with a zero gradient,
-        without pairs (weights off the pairs are never read, not even as 0 * inf)."""
-        weights = pairs.select(weights, 0, xp)
-        return xp.sum(weights * pairs.value) / (pairs.num_pos * pairs.num_neg)
 
 
 def _log_shift(xp: Any, old_tilde: Array, old_shift: Array, largest: Array, gamma: float,
@@ -121,7 +137,7 @@ def _kl_rows(xp: Any, rows: PositiveRows, old: Array, z: Array, pairs: Pairs,
     r"""New rows [u~, c] (R, 2) of :math:`u_i \leftarrow (1-\gamma)u_i + \gamma\,
     \frac1{n_-}\sum_j e^{z_{ij}}`, pooled over the duplicates of a positive; ``old`` (R, 2)
     are the gathered rows, ``z`` (R, C) the detached exponents."""
-    low = None if pairs.compact else xp.min(z)  # a fill below every pair's z (masked maxima)
+    low = None if pairs.mask is None else xp.min(z)  # below every pair's z (masked maxima)
     largest = xp.max(pairs.select(z, low, xp), axis=1)
     largest = rows.max(largest, low, xp)
     shift, carried = _log_shift(xp, old[:, 0], old[:, 1], largest, gamma)
@@ -225,18 +241,16 @@ class pAUC_CVaR_Loss(_PairwiseLoss):
     def state_tables(self) -> dict[str, StateTable]:
         return {"threshold": StateTable("sample", domain=REAL)}  # moves either way
 
-    def _loss(self, step: Step, state: pAUC_CVaR_State, params: Any, scores: Array,
-              labels: Array, index: Array) -> tuple[Array, pAUC_CVaR_State]:
+    def _pair_loss(self, step: Step, state: pAUC_CVaR_State, pairs: Pairs, rows: PositiveRows,
+                   ) -> tuple[Array, pAUC_CVaR_State]:
         xp = step.xp
-        pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs)
-        old = self._gather(xp, state.threshold, rows, scores.dtype)  # (R,)
-        hit = pairs.only(xp.astype(pairs.fixed > xp.expand_dims(old, 1), scores.dtype))
+        dtype = pairs.value.dtype
+        old = self._gather(xp, state.threshold, rows, dtype)  # (R,)
+        hit = pairs.only(xp.astype(pairs.fixed > xp.expand_dims(old, 1), dtype))
         bracket = 1 - xp.sum(hit, axis=1) / (self.beta * pairs.num_neg)
         new = old - self.eta * rows.pool(bracket, xp)
         table, _ = self._write(step, state.threshold, rows, pairs, new, old)
-        loss = self._mean_over_pairs(xp, hit, pairs) / self.beta
-        return loss, pAUC_CVaR_State(threshold=table)
+        return pairs.mean(hit, xp) / self.beta, pAUC_CVaR_State(threshold=table)
 
 
 # --------------------------------------------------------------------------- SOPAs
@@ -332,13 +346,11 @@ class pAUC_DRO_Loss(_PairwiseLoss):
         # u~ e^c is a mean of exp(l / lam): lam is the unit of the stored exponent.
         return {"lam": self.lam}
 
-    def _loss(self, step: Step, state: pAUC_DRO_State, params: Any, scores: Array,
-              labels: Array, index: Array) -> tuple[Array, pAUC_DRO_State]:
+    def _pair_loss(self, step: Step, state: pAUC_DRO_State, pairs: Pairs, rows: PositiveRows,
+                   ) -> tuple[Array, pAUC_DRO_State]:
         xp = step.xp
-        pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs)
         z = pairs.fixed / self.lam
-        old = self._gather(xp, state.u, rows, scores.dtype)  # (R, 2)
+        old = self._gather(xp, state.u, rows, pairs.value.dtype)  # (R, 2)
         new = _kl_rows(xp, rows, old, z, pairs, self.gamma)
         table, stored = self._write(step, state.u, rows, pairs, new, old)
         # u~ > 0 at the positives of a batch with pairs; elsewhere (and in a batch without
@@ -347,7 +359,7 @@ class pAUC_DRO_Loss(_PairwiseLoss):
                          xp.ones_like(stored[:, 0]))
         exponent = pairs.select(z - xp.expand_dims(stored[:, 1], 1), 0, xp)  # <= 0 on pairs
         weights = xp.exp(exponent) / xp.expand_dims(tilde, 1)
-        return self._mean_over_pairs(xp, weights, pairs), pAUC_DRO_State(u=table)
+        return pairs.mean(weights, xp), pAUC_DRO_State(u=table)
 
 
 # --------------------------------------------------------------------------- SOTAs
@@ -449,15 +461,14 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         # u is a mean of exp(l / lam) and w one of u^(lam / tau).
         return {"lam": self.lam, "tau": self.tau}
 
-    def _loss(self, step: Step, state: tpAUC_KL_State, params: Any, scores: Array,
-              labels: Array, index: Array) -> tuple[Array, tpAUC_KL_State]:
+    def _pair_loss(self, step: Step, state: tpAUC_KL_State, pairs: Pairs, rows: PositiveRows,
+                   ) -> tuple[Array, tpAUC_KL_State]:
         xp = step.xp
+        dtype = pairs.value.dtype
         gamma0, gamma1 = self.gammas
         ratio = self.lam / self.tau
-        pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs)
         z = pairs.fixed / self.lam
-        old = self._gather(xp, state.u, rows, scores.dtype)
+        old = self._gather(xp, state.u, rows, dtype)
         new = _kl_rows(xp, rows, old, z, pairs, gamma0)
         table, stored = self._write(step, state.u, rows, pairs, new, old)
 
@@ -465,23 +476,23 @@ class tpAUC_KL_Loss(_PairwiseLoss):
         log_tilde = xp.log(xp.where(pairs.positive_and(tilde > 0), tilde, xp.ones_like(tilde)))
         shift = stored[:, 1]
         v = ratio * (log_tilde + shift)  # r log u_i, (R,)
-        largest = pairs.positive_max(v, xp)
-        old_w = xp.astype(state.w, scores.dtype)
-        w_shift, carried = _log_shift(xp, old_w[0], old_w[1], largest, gamma1)
-        exponent = pairs.on_positives(v - w_shift, xp)  # <= 0 at positives
-        fresh = xp.sum(pairs.on_positives(xp.exp(exponent), xp)) / pairs.num_pos
-        new_w = pairs.if_kept(xp.stack([carried + gamma1 * fresh, w_shift]), old_w, xp)
+        largest = pairs.positive_max(v, step)  # () or (K,): per label
+        old_w = xp.astype(state.w, dtype)  # (2,) or (K, 2)
+        w_shift, carried = _log_shift(xp, old_w[..., 0], old_w[..., 1], largest, gamma1)
+        exponent = pairs.on_positives(v - pairs.per_row(w_shift, xp), xp)  # <= 0 at positives
+        fresh = pairs.label_mean(xp.exp(exponent), step)
+        new_w = pairs.if_kept(xp.stack([carried + gamma1 * fresh, w_shift], axis=-1), old_w, xp)
         w_table = in_dtype(new_w, state.w.dtype, xp)
-        stored_w = in_dtype(w_table, scores.dtype, xp)  # the weights use the stored w
-        w_tilde = xp.where(stored_w[0] > 0, stored_w[0], xp.ones_like(stored_w[0]))
-        w_shift = stored_w[1]
+        stored_w = in_dtype(w_table, dtype, xp)  # the weights use the stored w
+        w_tilde = xp.where(stored_w[..., 0] > 0, stored_w[..., 0], xp.ones_like(stored_w[..., 0]))
+        w_shift = stored_w[..., 1]
 
         # log weight = r log u - d - log w~ + (z - c) - log u~: each large pair cancels first.
-        outer = v - w_shift - xp.log(w_tilde) - log_tilde
+        outer = (v - pairs.per_row(w_shift, xp) - pairs.per_row(xp.log(w_tilde), xp)
+                 - log_tilde)
         exponent = xp.expand_dims(outer, 1) + (z - xp.expand_dims(shift, 1))
         weights = xp.exp(pairs.select(exponent, 0, xp))
-        loss = self._mean_over_pairs(xp, weights, pairs)
-        return loss, tpAUC_KL_State(u=table, w=w_table)
+        return pairs.mean(weights, xp), tpAUC_KL_State(u=table, w=w_table)
 
 
 # --------------------------------------------------------------------------- STACO
@@ -582,28 +593,27 @@ class tpAUC_CVaR_Loss(_PairwiseLoss):
                                 domain=(REAL, REAL, UNIT_INTERVAL)),
                 "s2": StateTable(None, domain=REAL)}
 
-    def _loss(self, step: Step, state: tpAUC_CVaR_State, params: Any, scores: Array,
-              labels: Array, index: Array) -> tuple[Array, tpAUC_CVaR_State]:
+    def _pair_loss(self, step: Step, state: tpAUC_CVaR_State, pairs: Pairs,
+                   rows: PositiveRows) -> tuple[Array, tpAUC_CVaR_State]:
         xp = step.xp
-        dtype = scores.dtype
-        pairs = self._pairs(step, scores, labels)
-        rows = self.positive_rows(step, index, pairs)
+        dtype = pairs.value.dtype
         old = self._gather(xp, state.u, rows, dtype)  # (R, 3): u, s1, dual
         s1, dual = old[:, 1], old[:, 2]
-        s2 = xp.astype(state.s2, dtype)
+        s2 = xp.astype(state.s2, dtype)  # () or (K,): per label
         excess = pairs.fixed - xp.expand_dims(s1, 1)
         hit = pairs.only(xp.astype(excess > 0, dtype))
         above = xp.sum(pairs.only(xp.where(excess > 0, excess, xp.zeros_like(excess))), axis=1)
         u = s1 + rows.pool(above / pairs.num_neg, xp) / self.theta_1
-        dual = xp.clip(dual + self.alpha * (u - s2) / self.theta_0, min=0.0, max=1.0)
+        dual = xp.clip(dual + self.alpha * (u - pairs.per_row(s2, xp)) / self.theta_0,
+                       min=0.0, max=1.0)
         dual = in_dtype(in_dtype(dual, state.u.dtype, xp), dtype, xp)  # the stored dual
         hit_rate = rows.pool(xp.sum(hit, axis=1) / pairs.num_neg, xp)
         s1 = s1 - self.beta_0 * (dual / self.theta_0) * (1 - hit_rate / self.theta_1)
         table, _ = self._write(step, state.u, rows, pairs, xp.stack([u, s1, dual], axis=1), old)
 
         weights = xp.expand_dims(dual, 1) * hit / (self.theta_0 * self.theta_1)
-        loss = self._mean_over_pairs(xp, weights, pairs)
-        mean_dual = xp.sum(pairs.on_positives(dual, xp)) / pairs.num_pos
+        loss = pairs.mean(weights, xp)
+        mean_dual = pairs.label_mean(dual, step)
         new_s2 = pairs.if_kept(s2 - self.beta_1 * (1 - mean_dual / self.theta_0), s2, xp)
         return loss, tpAUC_CVaR_State(u=table, s2=in_dtype(new_s2, state.s2.dtype, xp))
 
