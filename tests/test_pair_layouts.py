@@ -26,6 +26,7 @@ from numpy.testing import assert_allclose
 import xrisk
 import xrisk.losses._binary as binary
 import xrisk.losses.ap as ap
+import xrisk.losses.multilabel as multilabel
 import xrisk.tensorflow as xtf
 from tests._frameworks import masked_pairs
 
@@ -209,7 +210,7 @@ def _label_by_label(definition, batches, state_dtype):
         active = range(NUM_LABELS) if task is None else sorted(set(task.tolist()))
         tables = dict(state._asdict())
         rows = {name: list(torch.unbind(tables[name])) for name in per_label}
-        total = torch.zeros((), dtype=torch.float64)
+        total = 0 * s.sum()  # a batch without an observed active entry: 0, gradient 0
         for t in active:
             seen = np.flatnonzero(~np.isnan(labels[:, t]))
             if not seen.size:
@@ -235,19 +236,26 @@ def _label_by_label(definition, batches, state_dtype):
 
 
 @given(batches=_batches(multilabel=True), mode=st.sampled_from(["SOPA", "1w", "2w", "STACO"]),
-       state_dtype=st.sampled_from(["float64", "float32"]))
+       state_dtype=st.sampled_from(["float64", "float32"]),
+       budget=st.sampled_from([None, 1, 20, 60]))
 def test_multilabel_pauc_runs_every_label_at_once_as_the_single_label_loss_on_each(
-        batches, mode, state_dtype):
+        batches, mode, state_dtype, budget):
     """One pass over the pairs of all labels (one surrogate evaluation per step, compact or
-    masked) gives each label column the single-label loss's loss, gradient and state."""
+    masked), or passes over chunks of labels where the pairs exceed ``PAIRS_PER_PASS``, give
+    each label column the single-label loss's loss, gradient and state."""
     definition = xrisk.MultiLabelpAUCLoss(NUM_LABELS, num_samples=NUM_SAMPLES, mode=mode)
     dtype = getattr(torch, state_dtype)
     want = _label_by_label(definition, batches, dtype)
+    limit = (contextlib.nullcontext() if budget is None
+             else mock.patch.object(multilabel, "PAIRS_PER_PASS", budget))
     for layout in (contextlib.nullcontext, masked_pairs):
         shapes: list[tuple[int, ...]] = []
-        with _pair_shapes(shapes), layout():
+        with _pair_shapes(shapes), layout(), limit:
             got = _run(definition, batches, dtype)
-        assert len(shapes) == len(batches), shapes
+        if budget is None:  # every batch fits one pass
+            assert len(shapes) == len(batches), shapes
+        elif budget == 1 and layout is masked_pairs:  # a label per pass
+            assert len(shapes) == NUM_LABELS * len(batches), shapes
         _assert_same_runs(got, want)
 
 

@@ -438,17 +438,74 @@ class MultiLabelpAUCLoss(_PerLabelLoss):
 
     def _loss(self, step: Step, state: Any, params: Any, scores: Array, labels: Array,
               index: Array, task: Array | None) -> tuple[Array, Any]:
-        # Every label column at once: one pass over the pairs of all labels (label_pairs),
-        # with each label's rows of the tables (row t * num_samples + index) and its row of
-        # every global entry; the single-label math sums the labels' losses.
+        # The label columns in as few passes as fit PAIRS_PER_PASS (label_pairs): each with
+        # its labels' rows of the tables (row t * num_samples + index) and their rows of every
+        # global entry; the single-label math sums the labels' losses.
+        xp = step.xp
         values, _, count = self._columns(step, scores, labels, task)
         columns = self._host_columns(step, task)
-        step = step.with_host(labels=columns)
         inner = cast(_PairwiseLoss, self.inner)
-        pairs = label_pairs(step, scores, values, stride=self.num_samples,
-                            surrogate=inner.surrogate, margin=inner.margin, scale=inner.scale)
-        total, new = inner._pair_loss(step, state, pairs, inner.positive_rows(step, index, pairs))
-        return total / count, new
+        per_label = {name for name, table in inner.state_tables().items() if table.keys is None}
+        tables = state._asdict()
+        pieces: dict[str, list[Array]] = {name: [] for name in per_label}
+        chunks = self._label_chunks(scores, columns if step.valid is None else None)
+        total = None
+        for start, stop in chunks:
+            one = stop - start == 1  # the single-label pairs of that column
+            whole = len(chunks) == 1 and not one
+            taken = start if one else slice(start, stop)
+            part = step.with_host(labels=None if columns is None else columns[:, taken])
+            if one:
+                pairs = inner._pairs(part, scores[:, start], values[:, start])
+            else:
+                pairs = label_pairs(part, scores if whole else scores[:, taken],
+                                    values if whole else values[:, taken],
+                                    stride=self.num_samples, surrogate=inner.surrogate,
+                                    margin=inner.margin, scale=inner.scale)
+            rows = inner.positive_rows(part, index if start == 0
+                                       else index + start * self.num_samples, pairs)
+            value, new = inner._pair_loss(part, inner.state_type(**{
+                name: entry if whole or name not in per_label else entry[taken]
+                for name, entry in tables.items()}), pairs, rows)
+            for name, entry in new._asdict().items():
+                if name in per_label and not whole:
+                    pieces[name].append(xp.expand_dims(entry, 0) if one else entry)
+                else:
+                    tables[name] = entry
+            total = value if total is None else total + value
+        for name, entries in pieces.items():
+            if entries:
+                tables[name] = xp.concat(entries, axis=0)
+        return total / count, self.state_type(**tables)
+
+    def _label_chunks(self, scores: Array, columns: np.ndarray | None) -> list[tuple[int, int]]:
+        """The label columns in consecutive chunks ``[start, stop)``, each pairing at most
+        :data:`PAIRS_PER_PASS` entries (a single label may exceed it): counted from the host
+        labels ``columns`` (B, K) where the pairs are compact, else K B x B blocks (a batch
+        size known only at run time: one label per chunk)."""
+        labels = self.num_labels
+        if columns is not None:  # compact: sum n+ rows by the largest n- columns
+            positives = np.sum(columns == 1, axis=0)
+            negatives = np.sum(columns == 0, axis=0)
+            chunks, start, rows, width = [], 0, 0, 0
+            for t in range(labels):
+                rows, width = rows + positives[t], max(width, negatives[t])
+                if rows * width > PAIRS_PER_PASS and t > start:
+                    chunks.append((start, t))
+                    start, rows, width = t, positives[t], negatives[t]
+            return [*chunks, (start, labels)]
+        size = scores.shape[0]
+        width = 1 if size is None else max(1, PAIRS_PER_PASS // (size * size))
+        return [(start, min(start + width, labels)) for start in range(0, labels, width)]
+
+
+#: Pair entries one pass of MultiLabelpAUCLoss pairs at most: its label columns go in chunks
+#: under it, a label alone where its pairs exceed it. One pass over every label saves
+#: operators (K-fold), but each of the ~25 operators over the pairs then streams the whole
+#: matrix through memory, where 256 KB (float32) stays in cache. One CPU thread, 10 labels,
+#: loss and gradient: torch eager at B = 512 took 12.2 ms in chunks of 2**18 entries and
+#: 7.6 label by label; jax.jit 35.6 ms in one pass, 9.4 label by label.
+PAIRS_PER_PASS = 2**16
 
 
 def _multilabel_pauc_signature() -> inspect.Signature:
