@@ -232,3 +232,23 @@ def test_mean_ap_runs_every_label_at_once_with_each_labels_bits(surrogate, dtype
                     assert got.dtype == want.dtype and _bytes(got) == _bytes(want)
     # the grouping's segment sums run once for all labels, whatever their number
     assert counts[2] == counts[5], counts
+
+
+@given(keys=st.lists(st.integers(0, 9), min_size=1, max_size=12), hosted=st.booleans())
+def test_a_grouping_that_keeps_every_position_builds_no_anchor_and_no_mask(keys, hosted):
+    """Every position kept (compact pairs, the positives of AP): no reduction reads an anchor
+    or a mask, so none is built (an ``eq`` and a ``zeros`` per step before); the counts, one
+    segment sum of ones on the device, are those of a mask of ones."""
+    from xrisk._grouping import group_keys
+
+    backend = get_backend("torch")
+    index = torch.as_tensor(np.asarray(keys, dtype=np.int64))
+    with _Ops() as ops:
+        groups = group_keys(index, backend=backend, xp=tx, dtype=torch.float64,
+                            host=np.asarray(keys) if hosted else None)
+    assert groups.all_kept and groups.anchor is None and groups.keep is None
+    assert not ops.named("eq") and not ops.named("zeros"), ops.ops
+    masked = group_keys(index, torch.ones(len(keys), dtype=torch.bool), backend=backend, xp=tx,
+                        dtype=torch.float64)
+    assert _bytes(groups.count) == _bytes(masked.count)
+    assert _bytes(groups.ids) == _bytes(masked.ids)

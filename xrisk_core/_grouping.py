@@ -45,24 +45,25 @@ class KeyGroups(NamedTuple):
     ----------
     rows : array (B,)
         The key each position reads and writes: its own where kept, the anchor's elsewhere.
-    anchor : array (1,)
-        The first kept position (position 0 when nothing is kept).
+    anchor : array (1,), or None
+        The first kept position (position 0 when nothing is kept); ``None`` where every
+        position is kept (``all_kept``).
     ids : array (B,) of int
         Group of each position, in ``[0, B)``: equal for equal ``rows``, distinct otherwise.
     count : array (B,)
         Kept members of the position's group (float, the ``dtype`` of :func:`group_keys`);
         0 for every position of a batch where nothing is kept.
-    keep : array (B,) of bool
-        The kept positions.
+    keep : array (B,) of bool, or None
+        The kept positions; ``None`` where every one is (``all_kept``).
     all_kept : bool
         Whether every position is kept (no ``keep`` given): the reductions then mask nothing.
     """
 
     rows: Array
-    anchor: Array
+    anchor: Array | None
     ids: Array
     count: Array
-    keep: Array
+    keep: Array | None
     segments: Any  #: number of segments, B (an int, or a run-time scalar on TensorFlow)
     backend: Any
     xp: Any
@@ -223,15 +224,14 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         ids = xp.where(keep, ranks, xp.take(ranks, anchor, axis=0))
         count = xp.take(backend.segment_sum(xp.astype(keep, dtype), ids, segments), ids, axis=0)
         return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
-    anchor = xp.zeros((1,), dtype=keys.dtype, device=here)
-    every = keys == keys  # all true (integers): one operation
     if host_ranks is not None:  # the groups' sizes from the host's ranks: the same integers
         sizes = np.bincount(host_ranks, minlength=size)[host_ranks]
         count = xp.astype(xp.asarray(sizes, device=here), dtype)
     else:
-        count = xp.take(backend.segment_sum(xp.astype(every, dtype), ranks, segments), ranks,
-                        axis=0)
-    return KeyGroups(keys, anchor, ranks, count, every, segments, backend, xp, all_kept=True)
+        count = xp.take(backend.segment_sum(xp.ones_like(keys, dtype=dtype), ranks, segments),
+                        ranks, axis=0)
+    # Every position kept: no anchor and no mask (no reduction reads them).
+    return KeyGroups(keys, None, ranks, count, None, segments, backend, xp, all_kept=True)
 
 
 def _host_kept_groups(keys: Array, keep: Array, ranks: np.ndarray, backend: Any, xp: Any,
