@@ -252,3 +252,34 @@ def test_a_grouping_that_keeps_every_position_builds_no_anchor_and_no_mask(keys,
                         dtype=torch.float64)
     assert _bytes(groups.count) == _bytes(masked.count)
     assert _bytes(groups.ids) == _bytes(masked.ids)
+
+
+@given(keys=st.lists(st.integers(0, 40), min_size=1, max_size=12, unique=True),
+       values=st.lists(st.floats(-50, 50), min_size=12, max_size=12))
+def test_a_grouping_of_distinct_host_keys_reduces_with_no_operator(keys, values):
+    """Distinct keys read on the host (an eager batch of distinct dataset indices): every
+    group is one position, so sum, mean, max, log-mean-exp and spread return their values
+    with no operator, the bytes the segment reductions give (a -0.0 aside, which their sums
+    turn into +0.0); one duplicate key takes the segment path."""
+    from xrisk._grouping import group_keys
+
+    backend = get_backend("torch")
+    index = torch.as_tensor(np.asarray(keys, dtype=np.int64))
+    data = torch.tensor(values[:len(keys)], dtype=torch.float64) + 0.0  # no -0.0
+    fresh = torch.tensor(values[::-1][:len(keys)], dtype=torch.float64) + 0.0
+    hosted = group_keys(index, backend=backend, xp=tx, dtype=torch.float64,
+                        host=np.asarray(keys))
+    device = group_keys(index, backend=backend, xp=tx, dtype=torch.float64)
+    assert hosted.distinct and not device.distinct
+    with _Ops() as ops:
+        got = [hosted.sum(data), hosted.mean(data), hosted.max(data, None),
+               hosted.log_mean_exp(data), hosted.spread(fresh, data)]
+    assert not ops.ops, ops.ops
+    want = [device.sum(data), device.mean(data), device.max(data, None),
+            device.log_mean_exp(data), device.spread(fresh, data)]
+    for name, a, b in zip(("sum", "mean", "max", "log_mean_exp", "spread"), got, want,
+                          strict=True):
+        assert _bytes(a) == _bytes(b), name
+    twice = np.asarray([*keys, keys[0]])
+    assert not group_keys(torch.as_tensor(twice), backend=backend, xp=tx, dtype=torch.float64,
+                          host=twice).distinct

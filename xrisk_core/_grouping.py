@@ -57,6 +57,10 @@ class KeyGroups(NamedTuple):
         The kept positions; ``None`` where every one is (``all_kept``).
     all_kept : bool
         Whether every position is kept (no ``keep`` given): the reductions then mask nothing.
+    distinct : bool
+        Whether, besides, every key is distinct (read on the host): each group is one
+        position, and every reduction returns its values as they are, with no operation
+        (an eager batch of distinct dataset indices, the usual one).
     """
 
     rows: Array
@@ -68,6 +72,7 @@ class KeyGroups(NamedTuple):
     backend: Any
     xp: Any
     all_kept: bool = False
+    distinct: bool = False
 
     def sum(self, values: Array) -> Array:
         """Per position, the sum of ``values`` (B,) or (B, C) over its group's kept members.
@@ -75,6 +80,8 @@ class KeyGroups(NamedTuple):
         Each group is summed once, into its segment, and read back by every member: the
         members' results are equal whatever order a backend's scatter adds in.
         """
+        if self.distinct:
+            return values
         xp = self.xp
         masked = values
         if not self.all_kept:
@@ -85,6 +92,8 @@ class KeyGroups(NamedTuple):
     def mean(self, values: Array) -> Array:
         """Per position, the mean of ``values`` (B,) or (B, C) over its group's kept
         members; 0 where the group has none (the count is floored at 1)."""
+        if self.distinct:
+            return values
         xp = self.xp
         count = self.count if self.all_kept else xp.clip(self.count, 1, None)  # all: >= 1
         return self.sum(values) / (count if len(values.shape) == 1
@@ -93,6 +102,8 @@ class KeyGroups(NamedTuple):
     def max(self, values: Array, low: Any) -> Array:
         """Per position, the maximum of ``values`` (B,) over its group's kept members;
         ``low`` (below every value) where the group has none."""
+        if self.distinct:
+            return values
         xp = self.xp
         masked = values if self.all_kept else xp.where(self.keep, values, low)
         top = self.backend.segment_max(masked, self.ids, self.segments)
@@ -102,6 +113,8 @@ class KeyGroups(NamedTuple):
         r"""Per position, :math:`\log \mathrm{mean}_j e^{v_j}` over its group's kept members
         :math:`j` (``values`` (B,)), shifted by the group's maximum (no overflow); the
         position's own value where the group has no kept member."""
+        if self.distinct:
+            return values
         xp = self.xp
         if self.all_kept:  # every group has its members: nothing to mask, no empty group
             top = self.max(values, None)
@@ -121,6 +134,8 @@ class KeyGroups(NamedTuple):
         is not kept): with them, any scatter order writes the rule's table. ``new`` and
         ``old`` have shape (B, ...).
         """
+        if self.distinct:  # each position is its group's last kept one
+            return new
         xp = self.xp
         positions = xp.arange(self.segments, dtype=self.ids.dtype,
                               device=self.backend.device(self.ids))
@@ -210,7 +225,8 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         # Array methods where numpy has them: its module functions add a dispatch layer that
         # costs more than the work on a batch's keys (np.reshape 1.8 µs against 0.1 µs).
         flat = np.asarray(host).reshape(-1)
-        host_ranks = np.sort(flat).searchsorted(flat)
+        ordered = np.sort(flat)
+        host_ranks = ordered.searchsorted(flat)
         if keep is not None and backend.inspectable(keep):
             return _host_kept_groups(keys, keep, host_ranks, backend, xp, dtype, here)
         ranks = xp.asarray(host_ranks, device=here)
@@ -224,14 +240,17 @@ def group_keys(keys: Array, keep: Array | None = None, *, backend: Any, xp: Any,
         ids = xp.where(keep, ranks, xp.take(ranks, anchor, axis=0))
         count = xp.take(backend.segment_sum(xp.astype(keep, dtype), ids, segments), ids, axis=0)
         return KeyGroups(rows, anchor, ids, count, keep, segments, backend, xp)
+    distinct = False
     if host_ranks is not None:  # the groups' sizes from the host's ranks: the same integers
         sizes = np.bincount(host_ranks, minlength=size)[host_ranks]
         count = xp.astype(xp.asarray(sizes, device=here), dtype)
+        distinct = not (ordered[1:] == ordered[:-1]).any()
     else:
         count = xp.take(backend.segment_sum(xp.ones_like(keys, dtype=dtype), ranks, segments),
                         ranks, axis=0)
     # Every position kept: no anchor and no mask (no reduction reads them).
-    return KeyGroups(keys, None, ranks, count, None, segments, backend, xp, all_kept=True)
+    return KeyGroups(keys, None, ranks, count, None, segments, backend, xp, all_kept=True,
+                     distinct=distinct)
 
 
 def _host_kept_groups(keys: Array, keep: Array, ranks: np.ndarray, backend: Any, xp: Any,
