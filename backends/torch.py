@@ -106,7 +106,8 @@ def write_rows(table: Any, index: Any, rows: Any) -> Any:
     # a dispatcher round trip (about 2 µs each on CPU), and every stateful step writes rows.
     if index.dtype != torch.int64:
         index = index.to(torch.int64)
-    rows = rows.detach()
+    if rows.requires_grad:  # (rows built from detached values need no detach op)
+        rows = rows.detach()
     if rows.dtype != table.dtype:
         rows = rows.to(table.dtype)
     with torch.no_grad():

@@ -283,3 +283,19 @@ def test_a_grouping_of_distinct_host_keys_reduces_with_no_operator(keys, values)
     twice = np.asarray([*keys, keys[0]])
     assert not group_keys(torch.as_tensor(twice), backend=backend, xp=tx, dtype=torch.float64,
                           host=twice).distinct
+
+
+def test_a_torch_row_write_detaches_only_rows_that_carry_a_gradient():
+    """``write_rows`` writes under ``no_grad``; rows built from detached values (the usual
+    ones) dispatch no ``detach`` before the write, rows with a gradient one."""
+    backend = get_backend("torch")
+    table = torch.zeros(5, 2, dtype=torch.float64)
+    index = torch.tensor([3, 1])
+    plain = torch.ones(2, 2, dtype=torch.float64)
+    carried = torch.full((2, 2), 2.0, dtype=torch.float64, requires_grad=True) * 1
+    for rows, detaches in ((plain, 0), (carried, 1)):
+        with _Ops() as ops:
+            backend.write_rows(table, index, rows)
+        assert len(ops.named("detach")) == detaches, ops.ops
+        assert _bytes(table[index]) == _bytes(rows)
+        assert not table.requires_grad
