@@ -118,12 +118,21 @@ class KeyGroups(NamedTuple):
         xp = self.xp
         if self.all_kept:  # every group has its members: nothing to mask, no empty group
             top = self.max(values, None)
-            return top + xp.log(self.mean(xp.exp(values - top)))
+            return self._one_per_group(top + xp.log(self.mean(xp.exp(values - top))))
         top = self.max(values, xp.min(values))
         spread = xp.where(self.keep, values - top, xp.zeros_like(values))
         mean = self.mean(xp.exp(spread))
-        return xp.where(self.count > 0, top + xp.log(xp.where(self.count > 0, mean,
-                                                              xp.ones_like(mean))), values)
+        pooled = self._one_per_group(top + xp.log(xp.where(self.count > 0, mean,
+                                                           xp.ones_like(mean))))
+        return xp.where(self.count > 0, pooled, values)
+
+    def _one_per_group(self, values: Array) -> Array:
+        """``values`` (B,), equal within each group up to the last bit, made equal: each
+        member reads its group's maximum. TensorFlow's and XLA's CPU kernels round a
+        transcendental function (``log``) by position (a vectorised body, a scalar tail), so
+        equal inputs may give results a unit in the last place apart."""
+        top = self.backend.segment_max(values, self.ids, self.segments)
+        return self.xp.take(top, self.ids, axis=0)
 
     def spread(self, new: Array, old: Array) -> Array:
         """Rows to write, one per key: every position gets the ``new`` row of its group's
