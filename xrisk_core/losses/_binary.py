@@ -77,6 +77,16 @@ class PositivePicks(NamedTuple):
             device=step.backend.device(values)))
         return xp.take(xp.reshape(values, (1, -1)), flat, axis=1)
 
+    @classmethod
+    def of(cls, picked: tuple[np.ndarray, ...], xp: Any, device: Any) -> PositivePicks:
+        """The picks of each label's positive positions ``picked`` (host arrays; a label may
+        have none), moved to ``device`` once, label after label."""
+        sizes = [len(positions) for positions in picked]
+        ends = np.cumsum(sizes).tolist()
+        return cls(picked, xp.asarray(np.concatenate(picked), device=device),
+                   tuple(float(max(n, 1)) for n in sizes),
+                   tuple(zip([0, *ends[:-1]], ends, strict=True)))
+
     def labels_of(self, step: Step, per_label: Array) -> Array:
         """``per_label`` (K,) at each pick (N,): the value of its label."""
         ids = np.repeat(np.arange(len(self.host)), [len(picked) for picked in self.host])
@@ -121,10 +131,7 @@ def positive_picks(step: Step, scores: Array, columns: int) -> PositivePicks | N
     picked = tuple((values[:, t] == 1).nonzero()[0] for t in range(columns))
     if not all(len(positions) for positions in picked):
         return None
-    ends = np.cumsum([len(positions) for positions in picked]).tolist()
-    return PositivePicks(picked, step.xp.asarray(np.concatenate(picked), device=here),
-                         tuple(float(len(p)) for p in picked),
-                         tuple(zip([0, *ends[:-1]], ends, strict=True)))
+    return PositivePicks.of(picked, step.xp, here)
 
 
 class LabelBlocks(NamedTuple):
@@ -229,19 +236,18 @@ class Pairs(NamedTuple):
 
     def rows_kept(self, new: Array, old: Array, xp: Any) -> Array:
         """Per row (R, ...): ``new`` where the row's label has pairs, ``old`` elsewhere."""
-        keep = self.keep if self.labels is None else self.row_keep
-        if keep is True:
-            return new
-        if self.labels is not None and len(new.shape) > 1:
-            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
-        return xp.where(keep, new, old)
+        keep = self.moved(new, xp)
+        return new if keep is True else xp.where(keep, new, old)
 
     def moved(self, new: Array, xp: Any) -> Any:
-        """``keep`` shaped to broadcast against the rows ``new`` (R, ...)."""
-        keep = self.keep if self.labels is None else self.row_keep
-        if self.labels is not None and keep is not True and len(new.shape) > 1:
-            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
-        return keep
+        """``keep`` of each row, shaped to broadcast against the rows ``new`` (R, ...)."""
+        return self._shaped(self.keep if self.labels is None else self.row_keep, new, xp)
+
+    def _shaped(self, keep: Any, like: Array, xp: Any) -> Any:
+        """``keep`` ((), or (K,) / (R,) with several labels) against ``like`` (K or R, ...)."""
+        if self.labels is None or keep is True or len(like.shape) < 2:
+            return keep
+        return xp.reshape(keep, (-1,) + (1,) * (len(like.shape) - 1))
 
     def select(self, values: Array, fill: Any, xp: Any) -> Array:
         """``values`` (R, C) on the pairs, ``fill`` elsewhere (never read off the pairs)."""
@@ -276,12 +282,8 @@ class Pairs(NamedTuple):
     def if_kept(self, new: Array, old: Array, xp: Any) -> Array:
         """``new`` for a batch (a label) with pairs, ``old`` for one without; several
         labels: ``new`` and ``old`` (K, ...), label by label."""
-        if self.keep is True:
-            return new
-        keep = self.keep
-        if self.labels is not None and len(new.shape) > 1:
-            keep = xp.reshape(keep, (-1,) + (1,) * (len(new.shape) - 1))
-        return xp.where(keep, new, old)
+        keep = self._shaped(self.keep, new, xp)
+        return new if keep is True else xp.where(keep, new, old)
 
 
 def batch_pairs(step: Step, scores: Array, labels: Array, *, surrogate: str, margin: float,
@@ -367,7 +369,10 @@ def _compact_label_pairs(step: Step, scores: Array, picked: list[np.ndarray],
     positions read on the host."""
     xp = step.xp
     count = len(picked)
-    picked = [p if k else p[:0] for p, k in zip(picked, kept, strict=True)]
+    here = step.backend.device(scores)
+    picks = PositivePicks.of(tuple(p if k else p[:0] for p, k in zip(picked, kept, strict=True)),
+                             xp, here)
+    picked = list(picks.host)
     sizes = [len(p) for p in picked]
     width = max(len(n) for n, k in zip(against, kept, strict=True) if k)
     # Each label's negatives as positions of the flattened (B * K) scores, padded by
@@ -380,12 +385,10 @@ def _compact_label_pairs(step: Step, scores: Array, picked: list[np.ndarray],
             columns[t, len(negatives):] = negatives[0] * count + t
             on[t, :len(negatives)] = True
     ids = np.repeat(np.arange(count), sizes)
-    rows = np.concatenate(picked) * count + ids
-    here = step.backend.device(scores)
-    flat = xp.reshape(scores, (1, -1))  # gathered along axis 1: a dense TF gradient
-    at_rows = xp.take(flat, xp.asarray(rows, device=here), axis=1)
-    at_columns = xp.take(flat, xp.asarray(columns[ids].reshape(-1), device=here), axis=1)
-    value = surrogate_loss(surrogate, xp.reshape(at_rows, (-1, 1))
+    # Along axis 1 of a (1, B K) view, as PositivePicks.gather (a dense TF gradient).
+    at_columns = xp.take(xp.reshape(scores, (1, -1)),
+                         xp.asarray(columns[ids].reshape(-1), device=here), axis=1)
+    value = surrogate_loss(surrogate, xp.reshape(picks.gather(step, scores), (-1, 1))
                            - xp.reshape(at_columns, (-1, width)),
                            margin=margin, scale=scale, xp=xp)
     dtype = scores.dtype
@@ -393,14 +396,10 @@ def _compact_label_pairs(step: Step, scores: Array, picked: list[np.ndarray],
     if not on.all():
         on_pairs = xp.asarray(on[ids], device=here)
         mask = xp.astype(on_pairs, dtype)
-    ends = np.cumsum(sizes).tolist()
-    picks = PositivePicks(tuple(picked), xp.asarray(np.concatenate(picked), device=here),
-                          tuple(float(max(n, 1)) for n in sizes),
-                          tuple(zip([0, *ends[:-1]], ends, strict=True)))
     negatives = np.array([max(len(n), 1) for n in against], dtype=np.float64)
     keep: Any = True if all(kept) else xp.asarray(np.array(kept), device=here)
     return Pairs(value, step.stop(value), mask, on_pairs, None, picks,
-                 xp.asarray(np.maximum(sizes, 1).astype(np.float64), dtype=dtype, device=here),
+                 xp.asarray(np.array(picks.counts), dtype=dtype, device=here),
                  xp.asarray(negatives[ids], dtype=dtype, device=here), keep,
                  LabelBlocks(count, stride, xp.asarray(ids, device=here), None), True)
 
